@@ -1,0 +1,138 @@
+/* bert8.h: the public API of bert8, an INT8 inference engine for BERT-family encoders.
+ *
+ * Thread safety: a bert8_model is immutable after bert8_model_load() returns and may be
+ * shared by any number of threads. A bert8_session holds per-request scratch memory and
+ * its own last-error message; use one session per thread at a time. All compute runs on
+ * the process-wide OpenMP pool (bert8_set_threads()).
+ *
+ * Errors: every call that can fail returns a bert8_status; the message naming what went
+ * wrong is read with bert8_model_last_error()/bert8_session_last_error() or, for
+ * bert8_model_load() which has no handle yet, with the err buffer it takes.
+ */
+#ifndef BERT8_H
+#define BERT8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BERT8_VERSION_MAJOR 0
+#define BERT8_VERSION_MINOR 1
+#define BERT8_VERSION_PATCH 0
+
+/* The library's version as "MAJOR.MINOR.PATCH"; a static string. */
+const char *bert8_version(void);
+
+typedef enum bert8_status {
+    BERT8_OK = 0,
+    BERT8_ERR_INVALID_ARG,  /* a caller-supplied argument is wrong (NULL, out of range) */
+    BERT8_ERR_IO,           /* a file or folder cannot be opened or read */
+    BERT8_ERR_FORMAT,       /* a file is malformed (safetensors, JSON, vocabulary, ...) */
+    BERT8_ERR_UNSUPPORTED,  /* valid input that bert8 does not handle (model_type, dtype) */
+    BERT8_ERR_SHAPE,        /* tensor shapes disagree with config.json or each other */
+    BERT8_ERR_MISSING,      /* a required tensor or field is absent */
+    BERT8_ERR_NOMEM,        /* allocation failed */
+    BERT8_ERR_TOO_LARGE,    /* a request exceeds a limit (sequence length, batch size) */
+    BERT8_ERR_ENCODING,     /* text is not valid UTF-8 */
+    BERT8_ERR_INTERNAL,     /* a bug: please report */
+    BERT8_STATUS_COUNT
+} bert8_status;
+
+/* A static, human-readable name for a status ("invalid argument", ...). */
+const char *bert8_status_string(bert8_status status);
+
+/* ---- Model ------------------------------------------------------------------------ */
+
+typedef struct bert8_model bert8_model;
+
+typedef enum bert8_arch { BERT8_ARCH_BERT, BERT8_ARCH_DISTILBERT, BERT8_ARCH_XLMR } bert8_arch;
+
+typedef enum bert8_head {
+    BERT8_HEAD_BASE,      /* last_hidden_state (+ pooler_output when the pooler exists) */
+    BERT8_HEAD_SEQ_CLS,   /* logits [B, labels] */
+    BERT8_HEAD_TOKEN_CLS, /* logits [B, T, labels] */
+    BERT8_HEAD_QA         /* start_logits, end_logits [B, T] */
+} bert8_head;
+
+typedef struct bert8_model_info {
+    bert8_arch arch;
+    bert8_head head;
+    const char *model_type;   /* as in config.json */
+    const char *architecture; /* config.json "architectures"[0], or "" */
+    int64_t vocab_size, hidden_size, num_layers, num_heads, intermediate_size;
+    int64_t max_position_embeddings, type_vocab_size, num_labels, pad_token_id;
+    double layer_norm_eps;
+    const char *hidden_act;   /* "gelu", "gelu_new", "relu" */
+    int has_pooler;
+    int quantized;            /* 1 when the folder holds an INT8 checkpoint */
+    int64_t tensor_count;     /* tensors in the safetensors file(s) */
+    int64_t weight_bytes;     /* bytes of tensor data in the file(s) */
+    int64_t param_count;      /* parameters used by the forward pass */
+} bert8_model_info;
+
+typedef struct bert8_load_params {
+    int threads;  /* 0: leave the pool as it is */
+    int verbose;  /* print loading and kernel choices to stderr */
+} bert8_load_params;
+
+bert8_load_params bert8_default_load_params(void);
+
+/* Loads a Hugging Face checkpoint folder (config.json + model.safetensors or a sharded
+ * index). On failure returns a status, sets *out to NULL and writes a message into err
+ * (if err is not NULL, at most err_len bytes including the NUL). */
+bert8_status bert8_model_load(const char *dir, const bert8_load_params *params,
+                              bert8_model **out, char *err, size_t err_len);
+void bert8_model_free(bert8_model *model); /* NULL is a no-op */
+const bert8_model_info *bert8_model_get_info(const bert8_model *model);
+/* label name for class i (id2label), or NULL when out of range */
+const char *bert8_model_label(const bert8_model *model, int64_t i);
+
+/* ---- Threads ---------------------------------------------------------------------- */
+
+/* Sets the size of the process-wide pool; n <= 0 selects the number of physical cores. */
+void bert8_set_threads(int n);
+int bert8_get_threads(void);
+int bert8_physical_cores(void);
+
+/* ---- Forward pass on token ids ------------------------------------------------------ */
+
+typedef struct bert8_session bert8_session;
+
+bert8_status bert8_session_create(const bert8_model *model, bert8_session **out);
+void bert8_session_free(bert8_session *s); /* NULL is a no-op */
+const char *bert8_session_last_error(const bert8_session *s);
+
+/* A batch of B rows of T token ids each (row-major). attention_mask and token_type_ids
+ * may be NULL (mask all ones, types all zero). */
+typedef struct bert8_batch {
+    int64_t batch, seq;
+    const int32_t *input_ids;
+    const int32_t *attention_mask;
+    const int32_t *token_type_ids;
+} bert8_batch;
+
+/* Output tensors, owned by the session and valid until its next call. A NULL data pointer
+ * means the model does not produce that output. */
+typedef struct bert8_tensor {
+    const float *data;
+    int ndim;
+    int64_t shape[4];
+} bert8_tensor;
+
+typedef struct bert8_outputs {
+    bert8_tensor last_hidden_state; /* [B, T, H] */
+    bert8_tensor pooler_output;     /* [B, H] */
+    bert8_tensor logits;            /* [B, labels] or [B, T, labels] */
+    bert8_tensor start_logits;      /* [B, T] */
+    bert8_tensor end_logits;        /* [B, T] */
+} bert8_outputs;
+
+bert8_status bert8_forward(bert8_session *s, const bert8_batch *batch, bert8_outputs *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

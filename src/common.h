@@ -1,0 +1,42 @@
+/* common.h: error values, checked arithmetic and aligned allocation shared by every area. */
+#ifndef BERT8_COMMON_H
+#define BERT8_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#include "bert8.h"
+
+/* An error slot: a status plus a message naming what is wrong. Library code fills one
+ * and returns the status; it never prints, exits or aborts. */
+typedef struct b8_err {
+    bert8_status status;
+    char msg[1024];
+} b8_err;
+
+/* Sets *e (if not NULL) and returns status, so `return b8_fail(e, ...)` reads naturally. */
+bert8_status b8_fail(b8_err *e, bert8_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Prefixes an existing message with context ("loading X: <old message>"). */
+bert8_status b8_wrap(b8_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void b8_err_clear(b8_err *e);
+
+/* Overflow-checked size arithmetic: return false on overflow. */
+static inline bool b8_mul_ok(size_t a, size_t b, size_t *out) {
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool b8_add_ok(size_t a, size_t b, size_t *out) {
+    return !__builtin_add_overflow(a, b, out);
+}
+
+/* 64-byte aligned allocation (cache line, one AVX-512 register). NULL on failure or n == 0
+ * overflow. b8_free_aligned(NULL) is a no-op. */
+void *b8_malloc_aligned(size_t n);
+void *b8_calloc_aligned(size_t count, size_t size);
+void b8_free_aligned(void *p);
+
+/* Reads a whole file; returns NULL and fills e on failure. *len excludes the added NUL. */
+char *b8_read_file(const char *path, size_t *len, b8_err *e);
+
+#endif

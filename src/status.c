@@ -1,0 +1,22 @@
+/* status.c: status strings and the version call. */
+#include "bert8.h"
+
+const char *bert8_version(void) { return BERT8_VERSION_STRING; }
+
+const char *bert8_status_string(bert8_status status) {
+    static const char *const names[BERT8_STATUS_COUNT] = {
+        [BERT8_OK] = "ok",
+        [BERT8_ERR_INVALID_ARG] = "invalid argument",
+        [BERT8_ERR_IO] = "input/output error",
+        [BERT8_ERR_FORMAT] = "malformed file",
+        [BERT8_ERR_UNSUPPORTED] = "unsupported",
+        [BERT8_ERR_SHAPE] = "shape mismatch",
+        [BERT8_ERR_MISSING] = "missing tensor or field",
+        [BERT8_ERR_NOMEM] = "out of memory",
+        [BERT8_ERR_TOO_LARGE] = "request too large",
+        [BERT8_ERR_ENCODING] = "invalid text encoding",
+        [BERT8_ERR_INTERNAL] = "internal error",
+    };
+    if ((unsigned)status >= BERT8_STATUS_COUNT) return "unknown status";
+    return names[status];
+}

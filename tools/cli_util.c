@@ -1,0 +1,2 @@
+/* cli_util.c */
+typedef int b8_cli_unused;
