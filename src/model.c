@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct loader {
     bert8_model *m;
@@ -291,6 +292,11 @@ bert8_status bert8_model_load(const char *dir, const bert8_load_params *params, 
         return BERT8_ERR_NOMEM;
     }
     loader L = {m, &e};
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        st = b8_fail(&e, BERT8_ERR_IO, "model folder %s does not exist or is not a folder", dir);
+        goto fail;
+    }
     if ((st = b8_config_load(dir, &m->cfg, &e))) goto fail;
     if ((st = b8_st_open_dir(dir, &m->st, &e))) goto fail;
     if ((st = detect_prefix_and_head(&L))) goto fail;

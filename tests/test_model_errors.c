@@ -1,0 +1,307 @@
+/* test_model_errors.c: broken checkpoint folders are refused with a clear message naming the
+ * problem, through the public loader (run under ASan in CI to prove nothing leaks). */
+#define _GNU_SOURCE
+#include "testutil.h"
+#include "bert8.h"
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static char *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)len + 1);
+    if (fread(buf, 1, (size_t)len, f) != (size_t)len) len = 0;
+    buf[len] = 0;
+    fclose(f);
+    *n = (size_t)len;
+    return buf;
+}
+
+/* Makes tmp/<name>/ holding a copy of golden/models/<src>'s config.json, and returns its path. */
+static const char *make_dir(const char *name, const char *src, const char *config_override) {
+    static char dir[512];
+    snprintf(dir, sizeof dir, "%s/%s", tu_tmpdir(), name);
+    mkdir(dir, 0755);
+    char rel[256], path[600];
+    snprintf(rel, sizeof rel, "golden/models/%s/config.json", src);
+    size_t n;
+    char *cfg = slurp(tu_shared_path(rel), &n);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (config_override) tu_write_file(path, config_override, strlen(config_override));
+    else tu_write_file(path, cfg, n);
+    free(cfg);
+    return dir;
+}
+
+/* Writes dir/model.safetensors from golden <src>'s file: its header passed through `edit`
+ * (which may change the JSON), re-padded, then the original data; or raw bytes when raw. */
+typedef void (*header_edit)(cJSON *h);
+static void write_st(const char *dir, const char *src, header_edit edit, size_t truncate_to) {
+    char rel[256], path[600];
+    snprintf(rel, sizeof rel, "golden/models/%s/model.safetensors", src);
+    size_t n;
+    char *buf = slurp(tu_shared_path(rel), &n);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (!edit) {
+        tu_write_file(path, buf, truncate_to ? truncate_to : n);
+        free(buf);
+        return;
+    }
+    uint64_t hl;
+    memcpy(&hl, buf, 8);
+    char *hjson = strndup(buf + 8, hl);
+    cJSON *h = cJSON_Parse(hjson);
+    edit(h);
+    char *out = cJSON_PrintUnformatted(h);
+    size_t ol = strlen(out), padded = (ol + 7) / 8 * 8;
+    size_t total = 8 + padded + (n - 8 - hl);
+    char *img = malloc(total);
+    uint64_t nl = padded;
+    memcpy(img, &nl, 8);
+    memset(img + 8, ' ', padded);
+    memcpy(img + 8, out, ol);
+    memcpy(img + 8 + padded, buf + 8 + hl, n - 8 - hl);
+    tu_write_file(path, img, total);
+    free(img);
+    free(out);
+    cJSON_Delete(h);
+    free(hjson);
+    free(buf);
+}
+
+/* Loads dir and expects failure with `status` and a message containing every `needle`. */
+static void expect_error(const char *dir, bert8_status status, const char *n1, const char *n2) {
+    char err[1024] = "";
+    bert8_model *m = (bert8_model *)1;
+    bert8_status st = bert8_model_load(dir, NULL, &m, err, sizeof err);
+    CHECKF(st == status, "status %s, wanted %s (message: %s)", bert8_status_string(st),
+           bert8_status_string(status), err);
+    CHECKF(m == NULL, "model handle not cleared");
+    CHECKF(n1 == NULL || strstr(err, n1), "message \"%s\" does not name \"%s\"", err, n1);
+    CHECKF(n2 == NULL || strstr(err, n2), "message \"%s\" does not name \"%s\"", err, n2);
+    if (st == BERT8_OK) bert8_model_free(m);
+}
+
+TEST(missing_folder_is_named) {
+    expect_error("/nonexistent/bert8/model", BERT8_ERR_IO, "/nonexistent/bert8/model", "does not exist");
+}
+
+TEST(missing_config_is_named) {
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/noconfig", tu_tmpdir());
+    mkdir(dir, 0755);
+    expect_error(dir, BERT8_ERR_IO, "config.json", NULL);
+}
+
+TEST(missing_safetensors_is_named) {
+    expect_error(make_dir("nost", "bert_model", NULL), BERT8_ERR_IO, "model.safetensors", NULL);
+}
+
+TEST(truncated_file_rejected) {
+    const char *d = make_dir("trunc", "bert_model", NULL);
+    write_st(d, "bert_model", NULL, 5000);
+    char err[1024];
+    bert8_model *m = NULL;
+    bert8_status st = bert8_model_load(d, NULL, &m, err, sizeof err);
+    CHECKF(st == BERT8_ERR_FORMAT, "status %s: %s", bert8_status_string(st), err);
+    CHECKF(strstr(err, "model.safetensors") != NULL, "message: %s", err);
+    CHECK(m == NULL);
+}
+
+TEST(header_length_past_end_rejected) {
+    const char *d = make_dir("hlen", "bert_model", NULL);
+    char path[600];
+    snprintf(path, sizeof path, "%s/model.safetensors", d);
+    unsigned char img[64] = {0};
+    uint64_t big = 1u << 30;
+    memcpy(img, &big, 8);
+    memcpy(img + 8, "{\"a\":1}", 7);
+    tu_write_file(path, img, sizeof img);
+    expect_error(d, BERT8_ERR_FORMAT, "header", NULL);
+}
+
+TEST(header_not_json_rejected) {
+    const char *d = make_dir("notjson", "bert_model", NULL);
+    char path[600];
+    snprintf(path, sizeof path, "%s/model.safetensors", d);
+    unsigned char img[48];
+    uint64_t hl = 16;
+    memcpy(img, &hl, 8);
+    memcpy(img + 8, "this is not json", 16);
+    memset(img + 24, 0, sizeof img - 24);
+    tu_write_file(path, img, sizeof img);
+    expect_error(d, BERT8_ERR_FORMAT, "JSON", NULL);
+}
+
+static const char *first_tensor = "embeddings.word_embeddings.weight";
+
+static void edit_unknown_dtype(cJSON *h) {
+    cJSON *t = cJSON_GetObjectItem(h, first_tensor);
+    cJSON_ReplaceItemInObject(t, "dtype", cJSON_CreateString("Q7"));
+}
+TEST(unknown_dtype_rejected) {
+    const char *d = make_dir("dtype", "bert_model", NULL);
+    write_st(d, "bert_model", edit_unknown_dtype, 0);
+    expect_error(d, BERT8_ERR_UNSUPPORTED, "Q7", first_tensor);
+}
+
+static void edit_offsets_out_of_range(cJSON *h) {
+    cJSON *t = cJSON_GetObjectItem(h, first_tensor);
+    cJSON *off = cJSON_GetObjectItem(t, "data_offsets");
+    double b = cJSON_GetArrayItem(off, 0)->valuedouble, e = cJSON_GetArrayItem(off, 1)->valuedouble;
+    cJSON_ReplaceItemInArray(off, 0, cJSON_CreateNumber(b + 1e9));
+    cJSON_ReplaceItemInArray(off, 1, cJSON_CreateNumber(e + 1e9));
+}
+TEST(offsets_out_of_range_rejected) {
+    const char *d = make_dir("offrange", "bert_model", NULL);
+    write_st(d, "bert_model", edit_offsets_out_of_range, 0);
+    expect_error(d, BERT8_ERR_FORMAT, first_tensor, NULL);
+}
+
+static void edit_overlap(cJSON *h) {
+    /* point the second tensor of the data area at the first one's bytes */
+    cJSON *a = NULL, *b = NULL, *it;
+    cJSON_ArrayForEach(it, h) {
+        if (!strcmp(it->string, "__metadata__")) continue;
+        cJSON *off = cJSON_GetObjectItem(it, "data_offsets");
+        if (cJSON_GetArrayItem(off, 0)->valuedouble == 0) a = it;
+    }
+    cJSON_ArrayForEach(it, h) {
+        if (!strcmp(it->string, "__metadata__") || it == a) continue;
+        cJSON *off = cJSON_GetObjectItem(it, "data_offsets");
+        double len = cJSON_GetArrayItem(off, 1)->valuedouble - cJSON_GetArrayItem(off, 0)->valuedouble;
+        if (len > 0 && len <= cJSON_GetArrayItem(cJSON_GetObjectItem(a, "data_offsets"), 1)->valuedouble) {
+            b = it;
+            cJSON_ReplaceItemInArray(off, 0, cJSON_CreateNumber(0));
+            cJSON_ReplaceItemInArray(off, 1, cJSON_CreateNumber(len));
+            break;
+        }
+    }
+    (void)b;
+}
+TEST(overlapping_offsets_rejected) {
+    const char *d = make_dir("overlap", "bert_model", NULL);
+    write_st(d, "bert_model", edit_overlap, 0);
+    expect_error(d, BERT8_ERR_FORMAT, "overlap", NULL);
+}
+
+static void edit_shape_overflow(cJSON *h) {
+    cJSON *t = cJSON_GetObjectItem(h, first_tensor);
+    cJSON *shape = cJSON_CreateArray();
+    cJSON_AddItemToArray(shape, cJSON_CreateNumber(4294967296.0));
+    cJSON_AddItemToArray(shape, cJSON_CreateNumber(4294967296.0));
+    cJSON_AddItemToArray(shape, cJSON_CreateNumber(4294967296.0));
+    cJSON_ReplaceItemInObject(t, "shape", shape);
+}
+TEST(shape_product_overflow_rejected) {
+    const char *d = make_dir("overflow", "bert_model", NULL);
+    write_st(d, "bert_model", edit_shape_overflow, 0);
+    expect_error(d, BERT8_ERR_FORMAT, first_tensor, NULL);
+}
+
+static void edit_drop_tensor(cJSON *h) { cJSON_DeleteItemFromObject(h, "encoder.layer.1.output.dense.weight"); }
+TEST(missing_tensor_is_named) {
+    const char *d = make_dir("missing", "bert_model", NULL);
+    write_st(d, "bert_model", edit_drop_tensor, 0);
+    expect_error(d, BERT8_ERR_MISSING, "encoder.layer.1.output.dense.weight", "missing");
+}
+
+TEST(shape_disagreeing_with_config_is_named) {
+    char rel[256];
+    size_t n;
+    snprintf(rel, sizeof rel, "golden/models/bert_model/config.json");
+    char *cfg = slurp(tu_shared_path(rel), &n);
+    cJSON *c = cJSON_Parse(cfg);
+    cJSON_ReplaceItemInObject(c, "intermediate_size", cJSON_CreateNumber(128));
+    char *text = cJSON_Print(c);
+    const char *d = make_dir("shape", "bert_model", text);
+    write_st(d, "bert_model", NULL, 0);
+    expect_error(d, BERT8_ERR_SHAPE, "intermediate.dense.weight", "config.json");
+    free(text);
+    cJSON_Delete(c);
+    free(cfg);
+}
+
+TEST(unknown_model_type_is_named) {
+    const char *d = make_dir("mtype", "bert_model", "{\"model_type\": \"gpt2\", \"n_layer\": 2}");
+    write_st(d, "bert_model", NULL, 0);
+    expect_error(d, BERT8_ERR_UNSUPPORTED, "gpt2", "model_type");
+}
+
+TEST(config_not_json_is_named) {
+    const char *d = make_dir("cfgjson", "bert_model", "{\"model_type\": \"bert\", ");
+    write_st(d, "bert_model", NULL, 0);
+    expect_error(d, BERT8_ERR_FORMAT, "config.json", "JSON");
+}
+
+TEST(intact_copy_loads) {
+    /* the harness itself must not break a good checkpoint */
+    const char *d = make_dir("intact", "bert_model", NULL);
+    write_st(d, "bert_model", NULL, 0);
+    char err[1024];
+    bert8_model *m = NULL;
+    CHECKF(bert8_model_load(d, NULL, &m, err, sizeof err) == BERT8_OK, "%s", err);
+    bert8_model_free(m);
+    bert8_model_free(NULL);
+}
+
+TEST(forward_rejects_bad_ids) {
+    char err[1024];
+    bert8_model *m = NULL;
+    CHECKF(bert8_model_load(tu_shared_path("golden/models/bert_model"), NULL, &m, err, sizeof err) == 0, "%s", err);
+    if (!m) return;
+    bert8_session *s = NULL;
+    CHECK(bert8_session_create(m, &s) == BERT8_OK);
+    int32_t ids[3] = {101, 5000, 102};
+    bert8_batch bt = {1, 3, ids, NULL, NULL};
+    CHECK(bert8_forward(s, &bt, NULL) == BERT8_ERR_INVALID_ARG);
+    CHECKF(strstr(bert8_session_last_error(s), "input_ids[0][1]") != NULL, "%s", bert8_session_last_error(s));
+    int32_t long_ids[200] = {0};
+    bert8_batch bl = {1, 200, long_ids, NULL, NULL};
+    CHECK(bert8_forward(s, &bl, NULL) == BERT8_ERR_TOO_LARGE);
+    int32_t types[3] = {0, 7, 0}, ok_ids[3] = {101, 5, 102};
+    bert8_batch bty = {1, 3, ok_ids, NULL, types};
+    CHECK(bert8_forward(s, &bty, NULL) == BERT8_ERR_INVALID_ARG);
+    bert8_batch bz = {0, 3, ok_ids, NULL, NULL};
+    CHECK(bert8_forward(s, &bz, NULL) == BERT8_ERR_INVALID_ARG);
+    bert8_session_free(s);
+    bert8_model_free(m);
+}
+
+TEST(status_strings_are_static_and_distinct) {
+    for (int i = 0; i < BERT8_STATUS_COUNT; i++) {
+        CHECK(bert8_status_string((bert8_status)i) != NULL);
+        for (int j = 0; j < i; j++)
+            CHECK(strcmp(bert8_status_string((bert8_status)i), bert8_status_string((bert8_status)j)) != 0);
+    }
+    CHECK(strcmp(bert8_status_string((bert8_status)999), "unknown status") == 0);
+    CHECK(strcmp(bert8_version(), "0.1.0") == 0);
+}
+
+int main(void) {
+    RUN(missing_folder_is_named);
+    RUN(missing_config_is_named);
+    RUN(missing_safetensors_is_named);
+    RUN(truncated_file_rejected);
+    RUN(header_length_past_end_rejected);
+    RUN(header_not_json_rejected);
+    RUN(unknown_dtype_rejected);
+    RUN(offsets_out_of_range_rejected);
+    RUN(overlapping_offsets_rejected);
+    RUN(shape_product_overflow_rejected);
+    RUN(missing_tensor_is_named);
+    RUN(shape_disagreeing_with_config_is_named);
+    RUN(unknown_model_type_is_named);
+    RUN(config_not_json_is_named);
+    RUN(intact_copy_loads);
+    RUN(forward_rejects_bad_ids);
+    RUN(status_strings_are_static_and_distinct);
+    return tu_finish();
+}
