@@ -1,0 +1,2 @@
+# Kernel tests: CPU dispatch, INT8 GEMM twins and quantize twins (label: kernel).
+bert8_add_test(test_cpu kernel test_cpu.c test_cpu_spawn.c)
