@@ -4,6 +4,7 @@
  * reduced lane 0..15 in sequence, explicit fused multiply-adds where the SIMD code uses them.
  * So the scalar twin is an exact oracle for the SIMD one. */
 #include "kernels/rowops.h"
+#include "cpu.h"
 
 #include <float.h>
 #include <math.h>
@@ -178,14 +179,75 @@ AVX512 void b8_layernorm_rows__avx512(const float *x, float *y, int64_t rows, in
     }
 }
 
-/* TODO(dispatch): switch to the shared CPU-feature table once src/cpu.h lands. */
-static bool rowops_avx512_ok(void) {
-    const char *cap = getenv("BERT8_MAX_ISA");
-    if (cap && (!strcmp(cap, "avx2") || !strcmp(cap, "scalar"))) return false;
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+/* Shared by both LayerNorm twins: row statistics in the lane order described above. */
+static inline int8_t sat_round(float v) {
+    float r = nearbyintf(v);
+    if (r > 127.0f) r = 127.0f;
+    if (r < -127.0f) r = -127.0f;
+    return (int8_t)r;
 }
+
+void b8_layernorm_q_rows__scalar(const float *x, float *y, int8_t *q, int64_t rows, int64_t n,
+                                 const float *g, const float *b, const float *qg, const float *qb,
+                                 float eps) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        float *yr = y + r * n;
+        int8_t *qr = q + r * n;
+        float acc[LANES] = {0};
+        for (int64_t j = 0; j < n; j++) acc[j % LANES] += xr[j];
+        float mean = reduce_lanes(acc) / (float)n;
+        float acc2[LANES] = {0};
+        for (int64_t j = 0; j < n; j++) {
+            float d = xr[j] - mean;
+            acc2[j % LANES] = fmaf(d, d, acc2[j % LANES]);
+        }
+        float rstd = 1.0f / sqrtf(reduce_lanes(acc2) / (float)n + eps);
+        for (int64_t j = 0; j < n; j++) {
+            float d = (xr[j] - mean) * rstd;
+            qr[j] = sat_round(fmaf(d, qg[j], qb[j]));
+            yr[j] = fmaf(d, g[j], b[j]);
+        }
+    }
+}
+
+AVX512 void b8_layernorm_q_rows__avx512(const float *x, float *y, int8_t *q, int64_t rows,
+                                        int64_t n, const float *g, const float *b, const float *qg,
+                                        const float *qb, float eps) {
+    const __m512 hi = _mm512_set1_ps(127.0f), lo = _mm512_set1_ps(-127.0f);
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        float *yr = y + r * n;
+        int8_t *qr = q + r * n;
+        __m512 acc = _mm512_setzero_ps();
+        for (int64_t j = 0; j < n; j += LANES)
+            acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(tail_mask(n - j), xr + j));
+        float lanes[LANES];
+        _mm512_storeu_ps(lanes, acc);
+        float mean = reduce_lanes(lanes) / (float)n;
+        __m512 vmean = _mm512_set1_ps(mean);
+        __m512 acc2 = _mm512_setzero_ps();
+        for (int64_t j = 0; j < n; j += LANES) {
+            __mmask16 k = tail_mask(n - j);
+            __m512 d = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, xr + j), vmean);
+            acc2 = _mm512_fmadd_ps(d, d, acc2);
+        }
+        _mm512_storeu_ps(lanes, acc2);
+        __m512 rstd = _mm512_set1_ps(1.0f / sqrtf(reduce_lanes(lanes) / (float)n + eps));
+        for (int64_t j = 0; j < n; j += LANES) {
+            __mmask16 k = tail_mask(n - j);
+            __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, xr + j), vmean), rstd);
+            __m512 qv = _mm512_fmadd_ps(d, _mm512_maskz_loadu_ps(k, qg + j), _mm512_maskz_loadu_ps(k, qb + j));
+            qv = _mm512_roundscale_ps(qv, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            qv = _mm512_max_ps(_mm512_min_ps(qv, hi), lo);
+            _mm_mask_storeu_epi8(qr + j, k, _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(qv)));
+            __m512 o = _mm512_fmadd_ps(d, _mm512_maskz_loadu_ps(k, g + j), _mm512_maskz_loadu_ps(k, b + j));
+            _mm512_mask_storeu_ps(yr + j, k, o);
+        }
+    }
+}
+
+static bool rowops_avx512_ok(void) { return b8_cpu_allows(B8_ISA_AVX512); }
 
 b8_softmax_fn b8_softmax_rows_best(void) {
     return rowops_avx512_ok() ? b8_softmax_rows__avx512 : b8_softmax_rows__scalar;
@@ -193,4 +255,8 @@ b8_softmax_fn b8_softmax_rows_best(void) {
 
 b8_layernorm_fn b8_layernorm_rows_best(void) {
     return rowops_avx512_ok() ? b8_layernorm_rows__avx512 : b8_layernorm_rows__scalar;
+}
+
+b8_layernorm_q_fn b8_layernorm_q_rows_best(void) {
+    return rowops_avx512_ok() ? b8_layernorm_q_rows__avx512 : b8_layernorm_q_rows__scalar;
 }

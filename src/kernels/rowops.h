@@ -35,3 +35,20 @@ b8_layernorm_fn b8_layernorm_rows_best(void);
 float b8_expf_approx(float x);
 
 #endif
+
+/* LayerNorm that also emits the int8 input of the next GEMM:
+ *   y = (x - mean) * rstd * g + b                     (fp32, kept for the residual path)
+ *   q = sat127(round_even((x - mean) * rstd * qg + qb)) (int8; qg = g / (s * scale) and
+ *                                                       qb = b / (s * scale) fold SmoothQuant's
+ *                                                       1/s and the static activation scale)
+ * y may alias x. */
+typedef void (*b8_layernorm_q_fn)(const float *x, float *y, int8_t *q, int64_t rows, int64_t n,
+                                  const float *g, const float *b, const float *qg, const float *qb,
+                                  float eps);
+void b8_layernorm_q_rows__scalar(const float *x, float *y, int8_t *q, int64_t rows, int64_t n,
+                                 const float *g, const float *b, const float *qg, const float *qb,
+                                 float eps);
+void b8_layernorm_q_rows__avx512(const float *x, float *y, int8_t *q, int64_t rows, int64_t n,
+                                 const float *g, const float *b, const float *qg, const float *qb,
+                                 float eps);
+b8_layernorm_q_fn b8_layernorm_q_rows_best(void);

@@ -1,0 +1,125 @@
+/* test_rowops.c: the AVX-512 row kernels (masked softmax, LayerNorm, LayerNorm->int8) agree
+ * bit for bit with their scalar twins, and the twins agree with plain libm maths. */
+#include "testutil.h"
+#include "cpu.h"
+#include "kernels/rowops.h"
+
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+static unsigned rng = 12345;
+static float frand(float scale) {
+    rng = rng * 1664525u + 1013904223u;
+    return ((float)((rng >> 8) & 0xFFFFFF) / 16777216.0f - 0.5f) * 2.0f * scale;
+}
+
+static const int64_t SIZES[] = {1, 2, 15, 16, 17, 31, 64, 100, 128, 257, 768};
+#define NS (sizeof SIZES / sizeof *SIZES)
+
+TEST(expf_approx_close_to_libm) {
+    double worst = 0;
+    for (float x = -87.0f; x < 88.0f; x += 0.01371f) {
+        double rel = fabs((double)b8_expf_approx(x) - exp((double)x)) / exp((double)x);
+        if (rel > worst) worst = rel;
+    }
+    CHECKF(worst < 5e-7, "max relative error %g", worst);
+    CHECK(b8_expf_approx(-FLT_MAX) == 0.0f);
+    CHECK(b8_expf_approx(-100.0f) == 0.0f);
+    CHECK(b8_expf_approx(0.0f) == 1.0f);
+}
+
+TEST(softmax_avx512_matches_scalar_bit_exact) {
+    if (!b8_cpu_allows(B8_ISA_AVX512)) {
+        printf("  (no AVX-512 here: SIMD twin not run)\n");
+        return;
+    }
+    for (size_t si = 0; si < NS; si++) {
+        int64_t n = SIZES[si], rows = 3;
+        float *a = malloc(sizeof(float) * rows * n), *b = malloc(sizeof(float) * rows * n);
+        int32_t *mask = malloc(sizeof(int32_t) * n);
+        for (int64_t i = 0; i < rows * n; i++) a[i] = b[i] = frand(12.0f);
+        for (int64_t j = 0; j < n; j++) mask[j] = (j % 5 != 3);
+        for (int mode = 0; mode < 2; mode++) {
+            for (int use_mask = 0; use_mask < 2; use_mask++) {
+                for (int64_t i = 0; i < rows * n; i++) a[i] = b[i] = frand(12.0f);
+                b8_softmax_rows__scalar(a, rows, n, use_mask ? mask : NULL, (b8_mask_mode)mode);
+                b8_softmax_rows__avx512(b, rows, n, use_mask ? mask : NULL, (b8_mask_mode)mode);
+                CHECKF(memcmp(a, b, sizeof(float) * rows * n) == 0, "n=%lld mode=%d mask=%d", (long long)n,
+                       mode, use_mask);
+                double sum = 0;
+                for (int64_t j = 0; j < n; j++) sum += a[j];
+                CHECKF(fabs(sum - 1.0) < 1e-5, "row sums to %g", sum);
+                if (use_mask && n > 3) CHECK(a[3] == 0.0f);
+            }
+        }
+        free(a);
+        free(b);
+        free(mask);
+    }
+}
+
+TEST(softmax_scalar_matches_reference_maths) {
+    int64_t n = 77;
+    float x[77], ref[77];
+    double mx = -1e30, sum = 0;
+    for (int64_t j = 0; j < n; j++) x[j] = frand(8.0f), mx = x[j] > mx ? x[j] : mx;
+    for (int64_t j = 0; j < n; j++) sum += exp(x[j] - mx);
+    for (int64_t j = 0; j < n; j++) ref[j] = (float)(exp(x[j] - mx) / sum);
+    b8_softmax_rows__scalar(x, 1, n, NULL, B8_MASK_ADD_MIN);
+    for (int64_t j = 0; j < n; j++) CHECKF(fabsf(x[j] - ref[j]) <= 1e-6f + 1e-5f * ref[j], "j=%lld", (long long)j);
+}
+
+TEST(layernorm_twins_bit_exact_and_correct) {
+    for (size_t si = 0; si < NS; si++) {
+        int64_t n = SIZES[si], rows = 4;
+        float *x = malloc(sizeof(float) * rows * n), *y1 = malloc(sizeof(float) * rows * n);
+        float *y2 = malloc(sizeof(float) * rows * n), *g = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n);
+        float *qg = malloc(sizeof(float) * n), *qb = malloc(sizeof(float) * n);
+        int8_t *q1 = malloc((size_t)(rows * n)), *q2 = malloc((size_t)(rows * n));
+        for (int64_t i = 0; i < rows * n; i++) x[i] = frand(5.0f) + 1.0f;
+        for (int64_t j = 0; j < n; j++) {
+            g[j] = 1.0f + frand(0.3f), b[j] = frand(0.2f);
+            qg[j] = g[j] * (60.0f + frand(20.0f)), qb[j] = b[j] * 60.0f;
+        }
+        b8_layernorm_rows__scalar(x, y1, rows, n, g, b, 1e-12f);
+        /* against double-precision maths */
+        for (int64_t r = 0; r < rows && n > 1; r++) {
+            double mean = 0, var = 0;
+            for (int64_t j = 0; j < n; j++) mean += x[r * n + j];
+            mean /= n;
+            for (int64_t j = 0; j < n; j++) var += (x[r * n + j] - mean) * (x[r * n + j] - mean);
+            var /= n;
+            for (int64_t j = 0; j < n; j++) {
+                double want = (x[r * n + j] - mean) / sqrt(var + 1e-12) * g[j] + b[j];
+                CHECKF(fabs(y1[r * n + j] - want) < 1e-4, "n=%lld", (long long)n);
+            }
+        }
+        b8_layernorm_q_rows__scalar(x, y2, q1, rows, n, g, b, qg, qb, 1e-12f);
+        CHECKF(memcmp(y1, y2, sizeof(float) * rows * n) == 0, "LN and LN->int8 fp32 outputs differ, n=%lld",
+               (long long)n);
+        if (b8_cpu_allows(B8_ISA_AVX512)) {
+            b8_layernorm_rows__avx512(x, y2, rows, n, g, b, 1e-12f);
+            CHECKF(memcmp(y1, y2, sizeof(float) * rows * n) == 0, "LN n=%lld", (long long)n);
+            memset(y2, 0, sizeof(float) * rows * n);
+            b8_layernorm_q_rows__avx512(x, y2, q2, rows, n, g, b, qg, qb, 1e-12f);
+            CHECKF(memcmp(y1, y2, sizeof(float) * rows * n) == 0, "LN->int8 fp32 n=%lld", (long long)n);
+            CHECKF(memcmp(q1, q2, (size_t)(rows * n)) == 0, "LN->int8 int8 n=%lld", (long long)n);
+        }
+        bool saturated = false;
+        for (int64_t i = 0; i < rows * n; i++) {
+            CHECK(q1[i] >= -127 && q1[i] <= 127);
+            saturated |= q1[i] == 127 || q1[i] == -127;
+        }
+        if (n >= 64) CHECKF(saturated, "test data should reach the int8 limits");
+        free(x), free(y1), free(y2), free(g), free(b), free(qg), free(qb), free(q1), free(q2);
+    }
+}
+
+int main(void) {
+    RUN(expf_approx_close_to_libm);
+    RUN(softmax_avx512_matches_scalar_bit_exact);
+    RUN(softmax_scalar_matches_reference_maths);
+    RUN(layernorm_twins_bit_exact_and_correct);
+    return tu_finish();
+}
