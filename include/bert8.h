@@ -132,6 +132,38 @@ typedef struct bert8_outputs {
 
 bert8_status bert8_forward(bert8_session *s, const bert8_batch *batch, bert8_outputs *out);
 
+/* ---- INT8 quantization (SmoothQuant W8A8) -------------------------------------------- */
+
+typedef enum bert8_scheme {
+    BERT8_SCHEME_STATIC,  /* int8 activations per tensor, scales calibrated ahead of time */
+    BERT8_SCHEME_DYNAMIC  /* int8 activations per token, scales computed on the fly */
+} bert8_scheme;
+
+typedef struct bert8_quant_params {
+    bert8_scheme scheme;
+    float alpha;            /* SmoothQuant migration strength in [0, 1]; < 0 searches a
+                               per-layer alpha on a grid (0.3 .. 0.9) */
+    int smooth;             /* 0 disables smoothing (naive W8A8, for comparison) */
+    int64_t max_samples;    /* calibration sequences used at most */
+    const char *keep_fp32;  /* comma-separated glob patterns of tensor names kept FP32 */
+    int progress;           /* print a progress bar to stderr */
+} bert8_quant_params;
+
+bert8_quant_params bert8_default_quant_params(void);
+
+/* Calibrates `fp32` on the given batches of token ids and returns a new INT8 model. The FP32
+ * model is left unchanged (it is not used by the result). */
+bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, size_t n_calib,
+                            const bert8_quant_params *params, bert8_model **out, char *err,
+                            size_t err_len);
+
+/* Writes a loadable folder (config.json, model.safetensors, quantization_config.json) for an
+ * INT8 model; tokenizer files of the source folder are copied. */
+bert8_status bert8_model_save(const bert8_model *model, const char *out_dir, char *err, size_t err_len);
+
+/* The model folder a model was loaded from (or, for a quantized model, derived from). */
+const char *bert8_model_dir(const bert8_model *model);
+
 #ifdef __cplusplus
 }
 #endif

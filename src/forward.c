@@ -39,7 +39,7 @@ bert8_status bert8_session_create(const bert8_model *model, bert8_session **out)
 
 void bert8_session_free(bert8_session *s) {
     if (!s) return;
-    b8_buf *bufs[] = {&s->x, &s->qkv, &s->scores, &s->ctx, &s->ffn, &s->first, &s->pooled,
+    b8_buf *bufs[] = {&s->xq, &s->hq, &s->rowscale, &s->rowscale2, &s->x, &s->qkv, &s->scores, &s->ctx, &s->ffn, &s->first, &s->pooled,
                       &s->tmp, &s->logits, &s->start, &s->end, &s->ids};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) b8_free_aligned(bufs[i]->p);
     free(s);
@@ -52,6 +52,39 @@ static void layernorm_par(float *x, int64_t rows, int64_t n, const float *g, con
     b8_layernorm_fn ln = b8_layernorm_rows_best();
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; r++) ln(x + r * n, x + r * n, 1, n, g, b, eps);
+}
+
+/* LayerNorm in place; when the next Linear runs INT8 with static scales, the same pass also
+ * writes that Linear's smoothed int8 input (qg/qb fold 1/(s*a) into gamma/beta). */
+static void layernorm_next(bert8_session *s, int64_t rows, int64_t n, const float *g, const float *b,
+                           float eps, const float *qg, const float *qb) {
+    if (!qg) {
+        layernorm_par(s->x.p, rows, n, g, b, eps);
+        return;
+    }
+    b8_layernorm_q_fn lnq = b8_layernorm_q_rows_best();
+    float *x = s->x.p;
+    int8_t *q = s->xq.p;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) lnq(x + r * n, x + r * n, q + r * n, 1, n, g, b, qg, qb, eps);
+}
+
+/* int8 input of an INT8 Linear from an fp32 activation: static (one scale, folded into mul)
+ * or dynamic (per-row scale of the smoothed row, written to scales). */
+static void quantize_input(const b8_qlinear *q, bert8_scheme scheme, const float *x, int64_t rows,
+                           int8_t *out, float *scales) {
+    if (scheme == BERT8_SCHEME_STATIC)
+        b8_quantize_rows_static(x, rows, q->k, q->in_mul, out);
+    else
+        b8_quantize_rows_dynamic(x, rows, q->k, q->in_mul, out, scales);
+}
+
+static b8_act qact(const b8_config *c) {
+    switch (c->act) {
+    case B8_HIDDEN_GELU_TANH: return B8_ACT_GELU_TANH;
+    case B8_HIDDEN_RELU: return B8_ACT_RELU;
+    default: return B8_ACT_GELU;
+    }
 }
 
 static bert8_status check_batch(const bert8_model *m, const bert8_batch *bt, b8_err *e) {
@@ -86,7 +119,9 @@ static bert8_status check_batch(const bert8_model *m, const bert8_batch *bt, b8_
     return BERT8_OK;
 }
 
-static void embed(const bert8_model *m, const bert8_batch *bt, float *x) {
+static void embed(bert8_session *s, const bert8_batch *bt) {
+    const bert8_model *m = s->model;
+    float *x = s->x.p;
     const b8_config *c = &m->cfg;
     const int64_t H = c->hidden_size, B = bt->batch, T = bt->seq;
     const int32_t pad = (int32_t)c->pad_token_id;
@@ -114,17 +149,29 @@ static void embed(const bert8_model *m, const bert8_batch *bt, float *x) {
             }
         }
     }
-    layernorm_par(x, B * T, H, m->emb_ln_g, m->emb_ln_b, c->layer_norm_eps);
+    const b8_layer *l0 = c->num_layers > 0 ? &m->layers[0] : NULL;
+    layernorm_next(s, B * T, H, m->emb_ln_g, m->emb_ln_b, c->layer_norm_eps, l0 ? l0->qkv_qg : NULL,
+                   l0 ? l0->qkv_qb : NULL);
 }
 
-static bert8_status attention(bert8_session *s, const bert8_batch *bt, const b8_layer *ly) {
+static bert8_status attention(bert8_session *s, const bert8_batch *bt, const b8_layer *ly, int64_t layer) {
     const bert8_model *m = s->model;
     const b8_config *c = &m->cfg;
     const int64_t H = c->hidden_size, A = c->num_heads, d = H / A, B = bt->batch, T = bt->seq;
     float *x = s->x.p, *qkv = s->qkv.p, *scores = s->scores.p, *ctx = s->ctx.p;
     b8_err *e = &s->err;
     bert8_status st;
-    if ((st = b8_sgemm(ly->qkv, x, H, B * T, qkv, 3 * H, B8_POST_NONE, false, e))) return st;
+    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_QKV, x, B * T, H, bt->attention_mask);
+    if (ly->qkv_q) {
+        const b8_qlinear *q = ly->qkv_q;
+        bool dyn = m->scheme == BERT8_SCHEME_DYNAMIC;
+        if (dyn) quantize_input(q, m->scheme, x, B * T, s->xq.p, s->rowscale.p);
+        b8_qepilogue ep = {dyn ? s->rowscale.p : &q->a_scale, dyn, q->bias, B8_ACT_NONE, NULL, 0,
+                           qkv, 3 * H, NULL, NULL};
+        if ((st = b8_qgemm(s->xq.p, H, B * T, q->packed, &ep, e))) return st;
+    } else if ((st = b8_sgemm(ly->qkv, x, H, B * T, qkv, 3 * H, B8_POST_NONE, false, e))) {
+        return st;
+    }
     const float alpha = 1.0f / sqrtf((float)d);
     const b8_mask_mode mode = c->arch == BERT8_ARCH_DISTILBERT ? B8_MASK_REPLACE_MIN : B8_MASK_ADD_MIN;
     b8_softmax_fn softmax = b8_softmax_rows_best();
@@ -146,9 +193,19 @@ static bert8_status attention(bert8_session *s, const bert8_batch *bt, const b8_
         b8_view4 v = {base + 2 * H, T * 3 * H, d, 3 * H, 1};
         if ((st = b8_bmm(nb, A, T, d, T, 1.0f, p, v, ctx + b0 * T * H, T * H, d, H, e))) return st;
     }
+    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_ATTN_OUT, ctx, B * T, H, bt->attention_mask);
     /* x = LN(x + ctx Wo^T + bo): the residual is the matmul's accumulate post-op. */
-    if ((st = b8_sgemm(ly->attn_out.f32, ctx, H, B * T, x, H, B8_POST_NONE, true, e))) return st;
-    layernorm_par(x, B * T, H, ly->ln1_g, ly->ln1_b, c->layer_norm_eps);
+    if (ly->attn_out_q) {
+        const b8_qlinear *q = ly->attn_out_q;
+        bool dyn = m->scheme == BERT8_SCHEME_DYNAMIC;
+        quantize_input(q, m->scheme, ctx, B * T, s->xq.p, s->rowscale.p);
+        b8_qepilogue ep = {dyn ? s->rowscale.p : &q->a_scale, dyn, q->bias, B8_ACT_NONE, x, H,
+                           x, H, NULL, NULL};
+        if ((st = b8_qgemm(s->xq.p, H, B * T, q->packed, &ep, e))) return st;
+    } else if ((st = b8_sgemm(ly->attn_out.f32, ctx, H, B * T, x, H, B8_POST_NONE, true, e))) {
+        return st;
+    }
+    layernorm_next(s, B * T, H, ly->ln1_g, ly->ln1_b, c->layer_norm_eps, ly->ffn_qg, ly->ffn_qb);
     return BERT8_OK;
 }
 
@@ -160,14 +217,40 @@ static b8_post hidden_post(const b8_config *c) {
     }
 }
 
-static bert8_status ffn(bert8_session *s, const bert8_batch *bt, const b8_layer *ly) {
-    const b8_config *c = &s->model->cfg;
+static bert8_status ffn(bert8_session *s, const bert8_batch *bt, const b8_layer *ly, int64_t layer) {
+    const bert8_model *m = s->model;
+    const b8_config *c = &m->cfg;
     const int64_t H = c->hidden_size, I = c->intermediate_size, M = bt->batch * bt->seq;
+    const bool dyn = m->scheme == BERT8_SCHEME_DYNAMIC;
     float *x = s->x.p, *h = s->ffn.p;
+    b8_err *e = &s->err;
     bert8_status st;
-    if ((st = b8_sgemm(ly->ffn_in.f32, x, H, M, h, I, hidden_post(c), false, &s->err))) return st;
-    if ((st = b8_sgemm(ly->ffn_out.f32, h, I, M, x, H, B8_POST_NONE, true, &s->err))) return st;
-    layernorm_par(x, M, H, ly->ln2_g, ly->ln2_b, c->layer_norm_eps);
+    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_IN, x, M, H, bt->attention_mask);
+    /* static INT8 end to end: FFN-in -> GELU -> int8 -> FFN-out never leaves int8 */
+    bool fused_h = ly->ffn_in_q && ly->ffn_out_q && !dyn;
+    if (ly->ffn_in_q) {
+        const b8_qlinear *q = ly->ffn_in_q;
+        if (dyn) quantize_input(q, m->scheme, x, M, s->xq.p, s->rowscale.p);
+        b8_qepilogue ep = {dyn ? s->rowscale.p : &q->a_scale, dyn, q->bias, qact(c), NULL, 0,
+                           fused_h ? NULL : h, I, fused_h ? s->hq.p : NULL,
+                           fused_h ? ly->ffn_out_q->in_mul : NULL};
+        if ((st = b8_qgemm(s->xq.p, H, M, q->packed, &ep, e))) return st;
+    } else if ((st = b8_sgemm(ly->ffn_in.f32, x, H, M, h, I, hidden_post(c), false, e))) {
+        return st;
+    }
+    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_OUT, h, M, I, bt->attention_mask);
+    if (ly->ffn_out_q) {
+        const b8_qlinear *q = ly->ffn_out_q;
+        if (!fused_h) quantize_input(q, m->scheme, h, M, s->hq.p, s->rowscale2.p);
+        b8_qepilogue ep = {dyn ? s->rowscale2.p : &q->a_scale, dyn, q->bias, B8_ACT_NONE, x, H,
+                           x, H, NULL, NULL};
+        if ((st = b8_qgemm(s->hq.p, I, M, q->packed, &ep, e))) return st;
+    } else if ((st = b8_sgemm(ly->ffn_out.f32, h, I, M, x, H, B8_POST_NONE, true, e))) {
+        return st;
+    }
+    const b8_layer *next = layer + 1 < c->num_layers ? ly + 1 : NULL;
+    layernorm_next(s, M, H, ly->ln2_g, ly->ln2_b, c->layer_norm_eps, next ? next->qkv_qg : NULL,
+                   next ? next->qkv_qb : NULL);
     return BERT8_OK;
 }
 
@@ -258,9 +341,15 @@ bert8_status bert8_forward(bert8_session *s, const bert8_batch *bt, bert8_output
         (st = b8_buf_reserve(&s->ffn, (size_t)M, (size_t)I * sizeof(float), e)) ||
         (st = b8_buf_reserve(&s->scores, (size_t)(chunk * A * T), (size_t)T * sizeof(float), e)))
         return st;
-    embed(m, bt, s->x.p);
+    if (m->quantized &&
+        ((st = b8_buf_reserve(&s->xq, (size_t)M, (size_t)H, e)) ||
+         (st = b8_buf_reserve(&s->hq, (size_t)M, (size_t)I, e)) ||
+         (st = b8_buf_reserve(&s->rowscale, (size_t)M, sizeof(float), e)) ||
+         (st = b8_buf_reserve(&s->rowscale2, (size_t)M, sizeof(float), e))))
+        return st;
+    embed(s, bt);
     for (int64_t l = 0; l < c->num_layers; l++) {
-        if ((st = attention(s, bt, &m->layers[l])) || (st = ffn(s, bt, &m->layers[l])))
+        if ((st = attention(s, bt, &m->layers[l], l)) || (st = ffn(s, bt, &m->layers[l], l)))
             return b8_wrap(e, "layer %lld", (long long)l);
     }
     if ((st = heads(s, bt))) return st;

@@ -4,9 +4,11 @@
  * legacy LayerNorm.gamma/.beta accepted for .weight/.bias, and every shape is checked against
  * config.json before any weight is used. */
 #include "model.h"
+#include "quant.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -89,9 +91,16 @@ static bert8_status get_f32(loader *L, const char *name, bool with_prefix, int n
     return BERT8_OK;
 }
 
+static bool is_i8(const bert8_model *m, const char *base);
+
 static bert8_status get_linear(loader *L, const char *base, bool with_prefix, int64_t n, int64_t k,
                                bool pack, b8_linear *lin) {
     char name[512];
+    if (with_prefix && L->m->quantized && is_i8(L->m, base)) {
+        lin->n = n; /* an INT8 Linear: loaded by load_layer_quantized */
+        lin->k = k;
+        return BERT8_OK;
+    }
     int64_t ws[2] = {n, k}, bs[1] = {n};
     lin->n = n;
     lin->k = k;
@@ -115,12 +124,152 @@ static bert8_status get_ln(loader *L, const char *base, const float **g, const f
     return get_f32(L, name, true, 1, s, b);
 }
 
+/* Reads a small F32 vector tensor that must be finite and positive (scales, smoothing). */
+static bert8_status get_scales(loader *L, const char *base, const char *suffix, int64_t n, float **out) {
+    char name[512];
+    snprintf(name, sizeof name, "%s.%s", base, suffix);
+    int64_t shape[1] = {n};
+    const float *v = NULL;
+    bert8_status st = get_f32(L, name, true, 1, shape, &v);
+    if (st) return st;
+    for (int64_t i = 0; i < n; i++)
+        if (!(v[i] > 0.0f) || isinf(v[i]))
+            return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: tensor \"%s%s\"[%lld] = %g is not a finite positive scale",
+                           L->m->dir, L->m->prefix, name, (long long)i, (double)v[i]);
+    *out = b8_malloc_aligned((size_t)n * sizeof(float));
+    if (!*out) return b8_fail(L->e, BERT8_ERR_NOMEM, "out of memory");
+    memcpy(*out, v, (size_t)n * sizeof(float));
+    return BERT8_OK;
+}
+
+/* Loads one quantized Linear (I8 weight + weight_scale + bias + smooth_factor [+ input_scale]). */
+static bert8_status load_qlinear(loader *L, const char *base, int64_t n, int64_t k, b8_qlinear **out) {
+    bert8_model *m = L->m;
+    char name[512];
+    *out = NULL;
+    snprintf(name, sizeof name, "%s.weight", base);
+    const b8_st_tensor *t = find_tensor(m, name, true);
+    if (!t) return b8_fail(L->e, BERT8_ERR_MISSING, "%s: tensor \"%s%s\" is missing", m->dir, m->prefix, name);
+    if (t->dtype != B8_I8 || t->ndim != 2 || t->shape[0] != n || t->shape[1] != k)
+        return b8_fail(L->e, BERT8_ERR_SHAPE, "%s: tensor \"%s\" must be I8 [%lld,%lld] in a quantized checkpoint",
+                       m->dir, t->name, (long long)n, (long long)k);
+    b8_qlinear *q = calloc(1, sizeof *q);
+    if (!q) return b8_fail(L->e, BERT8_ERR_NOMEM, "out of memory");
+    q->n = n;
+    q->k = k;
+    q->alpha = -1;
+    bert8_status st;
+    const float *bias = NULL;
+    int64_t bs[1] = {n};
+    float *a = NULL;
+    q->wq = b8_malloc_aligned((size_t)(n * k));
+    q->bias = b8_malloc_aligned((size_t)n * sizeof(float));
+    q->in_mul = b8_calloc_aligned((size_t)k, sizeof(float));
+    if (!q->wq || !q->bias || !q->in_mul) {
+        st = b8_fail(L->e, BERT8_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    memcpy(q->wq, t->data, (size_t)(n * k));
+    snprintf(name, sizeof name, "%s.bias", base);
+    if ((st = get_f32(L, name, true, 1, bs, &bias))) goto fail;
+    memcpy(q->bias, bias, (size_t)n * sizeof(float));
+    if ((st = get_scales(L, base, "weight_scale", n, &q->w_scale)) ||
+        (st = get_scales(L, base, "smooth_factor", k, &q->smooth)))
+        goto fail;
+    if (m->scheme == BERT8_SCHEME_STATIC) {
+        if ((st = get_scales(L, base, "input_scale", 1, &a))) goto fail;
+        q->a_scale = a[0];
+        b8_free_aligned(a);
+    }
+    *out = q;
+    return BERT8_OK;
+fail:
+    b8_qlinear_free(q);
+    return st;
+}
+
+/* Joins the Q, K and V quantized Linears into one [3H][H] Linear; they must share the
+ * smoothing factors and input scale (they share their input). */
+static bert8_status join_qkv(loader *L, const char *name, b8_qlinear *p[3], b8_qlinear **out) {
+    const int64_t H = p[0]->k;
+    for (int i = 1; i < 3; i++)
+        if (memcmp(p[i]->smooth, p[0]->smooth, (size_t)H * sizeof(float)) || p[i]->a_scale != p[0]->a_scale)
+            return b8_fail(L->e, BERT8_ERR_FORMAT,
+                           "%s: %s: query, key and value must share smooth_factor and input_scale", L->m->dir, name);
+    b8_qlinear *q = calloc(1, sizeof *q);
+    if (!q) return b8_fail(L->e, BERT8_ERR_NOMEM, "out of memory");
+    q->n = 3 * H;
+    q->k = H;
+    q->alpha = -1;
+    q->a_scale = p[0]->a_scale;
+    q->wq = b8_malloc_aligned((size_t)(3 * H * H));
+    q->w_scale = b8_malloc_aligned((size_t)(3 * H) * sizeof(float));
+    q->bias = b8_malloc_aligned((size_t)(3 * H) * sizeof(float));
+    q->smooth = b8_malloc_aligned((size_t)H * sizeof(float));
+    q->in_mul = b8_calloc_aligned((size_t)H, sizeof(float));
+    if (!q->wq || !q->w_scale || !q->bias || !q->smooth || !q->in_mul) {
+        b8_qlinear_free(q);
+        return b8_fail(L->e, BERT8_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < 3; i++) {
+        memcpy(q->wq + i * H * H, p[i]->wq, (size_t)(H * H));
+        memcpy(q->w_scale + i * H, p[i]->w_scale, (size_t)H * sizeof(float));
+        memcpy(q->bias + i * H, p[i]->bias, (size_t)H * sizeof(float));
+    }
+    memcpy(q->smooth, p[0]->smooth, (size_t)H * sizeof(float));
+    *out = q;
+    return BERT8_OK;
+}
+
+static bool is_i8(const bert8_model *m, const char *base) {
+    char name[512];
+    snprintf(name, sizeof name, "%s.weight", base);
+    const b8_st_tensor *t = find_tensor(m, name, true);
+    return t && t->dtype == B8_I8;
+}
+
+/* A layer of a quantized checkpoint: Linears stored I8 load as INT8, others as FP32. */
+static bert8_status load_layer_quantized(loader *L, int64_t i, b8_layer *ly, const char *names[7]) {
+    const b8_config *c = &L->m->cfg;
+    const int64_t H = c->hidden_size, I = c->intermediate_size;
+    char n[7][256];
+    for (int k = 0; k < 7; k++)
+        snprintf(n[k], sizeof n[k], "%s.%lld.%s", c->arch == BERT8_ARCH_DISTILBERT ? "transformer.layer" : "encoder.layer",
+                 (long long)i, names[k]);
+    bert8_status st;
+    if (is_i8(L->m, n[0])) {
+        b8_qlinear *p[3] = {NULL, NULL, NULL};
+        if (!is_i8(L->m, n[1]) || !is_i8(L->m, n[2]))
+            return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: %s: query, key and value must all be I8 or all float",
+                           L->m->dir, n[0]);
+        st = BERT8_OK;
+        for (int k = 0; k < 3 && !st; k++) st = load_qlinear(L, n[k], H, H, &p[k]);
+        if (!st) st = join_qkv(L, n[0], p, &ly->qkv_q);
+        for (int k = 0; k < 3; k++) b8_qlinear_free(p[k]);
+        if (st) return st;
+    }
+    struct {
+        int idx;
+        int64_t rows, cols;
+        b8_qlinear **q;
+    } rest[3] = {{3, H, H, &ly->attn_out_q}, {5, I, H, &ly->ffn_in_q}, {6, H, I, &ly->ffn_out_q}};
+    for (int k = 0; k < 3; k++)
+        if (is_i8(L->m, n[rest[k].idx]) && (st = load_qlinear(L, n[rest[k].idx], rest[k].rows, rest[k].cols, rest[k].q)))
+            return st;
+    return BERT8_OK;
+}
+
 static bert8_status load_layer(loader *L, int64_t i, b8_layer *ly) {
     const b8_config *c = &L->m->cfg;
     const int64_t H = c->hidden_size, I = c->intermediate_size;
     char p[128], n[256];
     bert8_status st;
     bool distil = c->arch == BERT8_ARCH_DISTILBERT;
+    static const char *bert_names[7] = {"attention.self.query", "attention.self.key", "attention.self.value",
+                                        "attention.output.dense", "", "intermediate.dense", "output.dense"};
+    static const char *distil_names[7] = {"attention.q_lin", "attention.k_lin", "attention.v_lin",
+                                          "attention.out_lin", "", "ffn.lin1", "ffn.lin2"};
+    if (L->m->quantized && (st = load_layer_quantized(L, i, ly, distil ? distil_names : bert_names))) return st;
     if (distil) {
         snprintf(p, sizeof p, "transformer.layer.%lld.", (long long)i);
 #define NM(s) (snprintf(n, sizeof n, "%s%s", p, s), n)
@@ -146,6 +295,7 @@ static bert8_status load_layer(loader *L, int64_t i, b8_layer *ly) {
             return st;
 #undef NM
     }
+    if (ly->qkv_q) return BERT8_OK;
     /* Q, K and V run as one [3H][H] product: one pass over the activations. */
     size_t hh = (size_t)H * (size_t)H;
     float *w = b8_malloc_aligned(3 * hh * sizeof(float));
@@ -299,6 +449,7 @@ bert8_status bert8_model_load(const char *dir, const bert8_load_params *params, 
     }
     if ((st = b8_config_load(dir, &m->cfg, &e))) goto fail;
     if ((st = b8_st_open_dir(dir, &m->st, &e))) goto fail;
+    if ((st = b8_quant_read_config(m, &e))) goto fail;
     if ((st = detect_prefix_and_head(&L))) goto fail;
     const b8_config *c = &m->cfg;
     const int64_t H = c->hidden_size;
@@ -321,7 +472,9 @@ bert8_status bert8_model_load(const char *dir, const bert8_load_params *params, 
     for (int64_t i = 0; i < c->num_layers; i++)
         if ((st = load_layer(&L, i, &m->layers[i]))) goto fail;
     if ((st = load_heads(&L))) goto fail;
+    if (m->quantized && (st = b8_quant_finalize(m, &e))) goto fail;
     fill_info(m);
+    m->info.quantized = m->quantized;
     if (params && params->verbose)
         fprintf(stderr, "bert8: loaded %s (%s, %lld layers, hidden %lld)\n", dir, c->model_type,
                 (long long)c->num_layers, (long long)H);
@@ -344,6 +497,14 @@ void bert8_model_free(bert8_model *m) {
             free_linear(&ly->attn_out);
             free_linear(&ly->ffn_in);
             free_linear(&ly->ffn_out);
+            b8_qlinear_free(ly->qkv_q);
+            b8_qlinear_free(ly->attn_out_q);
+            b8_qlinear_free(ly->ffn_in_q);
+            b8_qlinear_free(ly->ffn_out_q);
+            b8_free_aligned(ly->qkv_qg);
+            b8_free_aligned(ly->qkv_qb);
+            b8_free_aligned(ly->ffn_qg);
+            b8_free_aligned(ly->ffn_qb);
         }
         free(m->layers);
     }
@@ -359,6 +520,8 @@ void bert8_model_free(bert8_model *m) {
 }
 
 const bert8_model_info *bert8_model_get_info(const bert8_model *m) { return m ? &m->info : NULL; }
+
+const char *bert8_model_dir(const bert8_model *m) { return m ? m->dir : NULL; }
 
 const char *bert8_model_label(const bert8_model *m, int64_t i) {
     if (!m || i < 0 || i >= m->cfg.num_labels || !m->cfg.labels) return NULL;

@@ -7,6 +7,21 @@
 #include "config.h"
 #include "safetensors.h"
 #include "kernels/sgemm.h"
+#include "kernels/qgemm.h"
+
+/* An INT8 Linear layer (SmoothQuant W8A8): y = (x / smooth) W'^T + b with W' = W * smooth,
+ * stored int8 per output channel. */
+typedef struct b8_qlinear {
+    int64_t n, k;
+    int8_t *wq;       /* [n][k] */
+    float *w_scale;   /* [n] */
+    float *bias;      /* [n] */
+    float *smooth;    /* [k]: the input is divided by it */
+    float a_scale;    /* static: scale of the smoothed input (x / smooth ~ a_scale * q); 0 dynamic */
+    float alpha;      /* migration strength used (-1: smoothing off) */
+    float *in_mul;    /* [k]: 1 / (smooth * a_scale) static, 1 / smooth dynamic */
+    b8_qweight *packed;
+} b8_qlinear;
 
 /* One Linear layer: raw weight [n][k] and bias [n] (FP32, read-only) and its packed form. */
 typedef struct b8_linear {
@@ -24,6 +39,11 @@ typedef struct b8_layer {
     b8_linear ffn_in;      /* [I][H] */
     b8_linear ffn_out;     /* [H][I] */
     const float *ln2_g, *ln2_b; /* after the FFN (DistilBERT: output_layer_norm) */
+    /* INT8 (NULL when the layer runs in FP32) */
+    b8_qlinear *qkv_q, *attn_out_q, *ffn_in_q, *ffn_out_q;
+    /* static scheme: the LayerNorm feeding QKV (embeddings' or the previous layer's second)
+     * and the one feeding FFN-in, with 1/(smooth * a_scale) folded into gamma and beta */
+    float *qkv_qg, *qkv_qb, *ffn_qg, *ffn_qb;
 } b8_layer;
 
 struct bert8_model {
@@ -41,6 +61,10 @@ struct bert8_model {
     b8_linear pooler;           /* [H][H], tanh */
     b8_linear cls_dense;        /* DistilBERT pre_classifier (ReLU) / XLM-R classifier.dense (tanh) */
     b8_linear cls_out;          /* classifier / classifier.out_proj / qa_outputs ([2][H]) */
+    bool quantized;
+    bert8_scheme scheme;
+    int64_t calib_samples;
+    char keep_fp32[256];
     /* converted tensors (F16/BF16 or unaligned F32) owned by the model */
     float **owned;
     size_t n_owned, cap_owned;

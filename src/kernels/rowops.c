@@ -247,6 +247,62 @@ AVX512 void b8_layernorm_q_rows__avx512(const float *x, float *y, int8_t *q, int
     }
 }
 
+void b8_quantize_rows_static__scalar(const float *x, int64_t rows, int64_t n, const float *mul, int8_t *q) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < n; j++) q[r * n + j] = sat_round(x[r * n + j] * mul[j]);
+}
+
+void b8_quantize_rows_dynamic__scalar(const float *x, int64_t rows, int64_t n, const float *mul, int8_t *q,
+                                      float *scale) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        float m = 0;
+        for (int64_t j = 0; j < n; j++) m = fmaxf(m, fabsf(xr[j] * mul[j]));
+        float sc = m > 0 ? m / 127.0f : 1.0f, inv = 1.0f / sc;
+        scale[r] = sc;
+        for (int64_t j = 0; j < n; j++) q[r * n + j] = sat_round(xr[j] * mul[j] * inv);
+    }
+}
+
+AVX512 static inline void store_q16(int8_t *dst, __mmask16 k, __m512 v) {
+    v = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v = _mm512_max_ps(_mm512_min_ps(v, _mm512_set1_ps(127.0f)), _mm512_set1_ps(-127.0f));
+    _mm_mask_storeu_epi8(dst, k, _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(v)));
+}
+
+AVX512 void b8_quantize_rows_static__avx512(const float *x, int64_t rows, int64_t n, const float *mul,
+                                            int8_t *q) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < n; j += LANES) {
+            __mmask16 k = tail_mask(n - j);
+            __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + r * n + j), _mm512_maskz_loadu_ps(k, mul + j));
+            store_q16(q + r * n + j, k, v);
+        }
+}
+
+AVX512 void b8_quantize_rows_dynamic__avx512(const float *x, int64_t rows, int64_t n, const float *mul,
+                                             int8_t *q, float *scale) {
+    const __m512 absmask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        __m512 vm = _mm512_setzero_ps();
+        for (int64_t j = 0; j < n; j += LANES) {
+            __mmask16 k = tail_mask(n - j);
+            __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, xr + j), _mm512_maskz_loadu_ps(k, mul + j));
+            vm = _mm512_max_ps(vm, _mm512_and_ps(v, absmask));
+        }
+        float m = _mm512_reduce_max_ps(vm);
+        float sc = m > 0 ? m / 127.0f : 1.0f, inv = 1.0f / sc;
+        scale[r] = sc;
+        __m512 vinv = _mm512_set1_ps(inv);
+        for (int64_t j = 0; j < n; j += LANES) {
+            __mmask16 k = tail_mask(n - j);
+            __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, xr + j), _mm512_maskz_loadu_ps(k, mul + j));
+            store_q16(q + r * n + j, k, _mm512_mul_ps(v, vinv));
+        }
+    }
+}
+
 static bool rowops_avx512_ok(void) { return b8_cpu_allows(B8_ISA_AVX512); }
 
 b8_softmax_fn b8_softmax_rows_best(void) {
@@ -259,4 +315,19 @@ b8_layernorm_fn b8_layernorm_rows_best(void) {
 
 b8_layernorm_q_fn b8_layernorm_q_rows_best(void) {
     return rowops_avx512_ok() ? b8_layernorm_q_rows__avx512 : b8_layernorm_q_rows__scalar;
+}
+
+void b8_quantize_rows_static(const float *x, int64_t rows, int64_t n, const float *mul, int8_t *q) {
+    void (*f)(const float *, int64_t, int64_t, const float *, int8_t *) =
+        rowops_avx512_ok() ? b8_quantize_rows_static__avx512 : b8_quantize_rows_static__scalar;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) f(x + r * n, 1, n, mul, q + r * n);
+}
+
+void b8_quantize_rows_dynamic(const float *x, int64_t rows, int64_t n, const float *mul, int8_t *q,
+                              float *scale) {
+    void (*f)(const float *, int64_t, int64_t, const float *, int8_t *, float *) =
+        rowops_avx512_ok() ? b8_quantize_rows_dynamic__avx512 : b8_quantize_rows_dynamic__scalar;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) f(x + r * n, 1, n, mul, q + r * n, scale + r);
 }
