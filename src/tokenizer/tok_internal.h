@@ -1,0 +1,263 @@
+/* tok_internal.h: what the tokenizer's source files share and nobody else sees: the piece
+ * trie, Unicode helpers, the tokenizer object, and the per-call scratch. */
+#ifndef BERT8_TOK_INTERNAL_H
+#define BERT8_TOK_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokenizer.h"
+
+/* ---- Piece trie: byte-wise trie over vocabulary strings ------------------------------ */
+
+/* Edges live in one open-addressing table keyed by (parent, byte); the root's 256 children
+ * sit in a plain array because every walk starts there. Node 0 is the root; child 0 means
+ * "no child". Values are token ids or -1. */
+typedef struct b8_ptrie {
+    uint64_t *slots; /* (key << 32) | child, key = parent * 256 + byte + 1; 0 = empty */
+    size_t mask;     /* slots - 1 (power of two) */
+    size_t used;     /* edges stored in slots */
+    int32_t *value;  /* [nodes] */
+    uint32_t nodes, cap_nodes;
+    uint32_t root[256];
+} b8_ptrie;
+
+#define B8_PTRIE_NONE UINT32_MAX
+
+bert8_status b8_ptrie_init(b8_ptrie *t, size_t expected_bytes, b8_err *e);
+void b8_ptrie_free(b8_ptrie *t);
+/* Inserts key -> value (overwrites); returns the node or B8_PTRIE_NONE on allocation failure. */
+uint32_t b8_ptrie_insert(b8_ptrie *t, const char *key, size_t len, int32_t value);
+/* Walks key from the root; B8_PTRIE_NONE when the path does not exist. */
+uint32_t b8_ptrie_walk(const b8_ptrie *t, uint32_t from, const char *key, size_t len);
+int32_t b8_ptrie_get(const b8_ptrie *t, const char *key, size_t len); /* -1 when absent */
+
+static inline uint32_t b8_ptrie_child(const b8_ptrie *t, uint32_t node, uint8_t byte) {
+    if (node == 0) return t->root[byte];
+    uint32_t key = (node << 8 | byte) + 1u;
+    size_t h = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & t->mask;
+    for (;;) {
+        uint64_t s = t->slots[h];
+        if (!s) return 0;
+        if ((uint32_t)(s >> 32) == key) return (uint32_t)s;
+        h = (h + 1) & t->mask;
+    }
+}
+
+/* ---- UTF-8 and Unicode --------------------------------------------------------------- */
+
+/* Decodes one scalar value from valid UTF-8 (checked beforehand); returns its length. */
+static inline int b8_utf8_next(const uint8_t *p, uint32_t *cp) {
+    uint8_t c = p[0];
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    }
+    if (c < 0xE0) {
+        *cp = ((uint32_t)(c & 0x1F) << 6) | (p[1] & 0x3F);
+        return 2;
+    }
+    if (c < 0xF0) {
+        *cp = ((uint32_t)(c & 0x0F) << 12) | ((uint32_t)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
+        return 3;
+    }
+    *cp = ((uint32_t)(c & 0x07) << 18) | ((uint32_t)(p[1] & 0x3F) << 12) |
+          ((uint32_t)(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
+    return 4;
+}
+static inline int b8_utf8_len(uint8_t lead) {
+    return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+}
+int b8_utf8_put(uint32_t cp, uint8_t *out); /* returns 1..4 */
+/* Offset of the first byte that is not valid UTF-8, or len when all of it is valid. */
+size_t b8_utf8_invalid_at(const uint8_t *s, size_t len);
+
+/* Unicode general category as utf8proc numbers it (UTF8PROC_CATEGORY_*), except that code
+ * points new in Unicode 15.0 read as unassigned (Cn), as Python 3.11's unicodedata says. */
+int b8_uni_category(uint32_t cp);
+/* Python's str.isspace(). */
+bool b8_uni_isspace(uint32_t cp);
+/* Python's str.lower() of one character: 1 or 2 code points (U+0130 -> i U+0307). */
+int b8_uni_lower(uint32_t cp, uint32_t out[2]);
+
+/* Code points with their origin span [start, end) in the input, for offset tracking. */
+typedef struct b8_ucps {
+    uint32_t *cp;
+    int32_t *os, *oe;
+    size_t n, cap;
+} b8_ucps;
+
+bool b8_ucps_reserve(b8_ucps *u, size_t n);
+void b8_ucps_free(b8_ucps *u);
+static inline bool b8_ucps_push(b8_ucps *u, uint32_t cp, int32_t os, int32_t oe) {
+    if (u->n == u->cap && !b8_ucps_reserve(u, u->n + 1)) return false;
+    u->cp[u->n] = cp;
+    u->os[u->n] = os;
+    u->oe[u->n] = oe;
+    u->n++;
+    return true;
+}
+
+/* NFC of w in place, keeping origins: characters that compose share the span of what they
+ * came from. tmp is scratch. Returns false on allocation failure. */
+bool b8_uni_nfc(b8_ucps *w, b8_ucps *tmp);
+/* NFD of w with Mn (non-spacing marks) dropped, i.e. BERT's _run_strip_accents. */
+bool b8_uni_strip_accents(b8_ucps *w, b8_ucps *tmp);
+
+/* ---- Token lists and scratch --------------------------------------------------------- */
+
+/* The tokens of one sequence before the template is applied. */
+typedef struct b8_tokseq {
+    int64_t n, cap;
+    int32_t *id, *os, *oe, *word;
+    /* Only for b8_tokenizer_tokenize: each token's string (see b8_tok_pieces). */
+    bool want_strings;
+    char *str;
+    int64_t str_n, str_cap;
+    int64_t *str_off; /* [cap + 1] */
+} b8_tokseq;
+
+bool b8_tokseq_reserve(b8_tokseq *s, int64_t n);
+void b8_tokseq_free(b8_tokseq *s);
+/* Appends a token; str (len bytes) is recorded when want_strings. */
+bool b8_tokseq_push(b8_tokseq *s, int32_t id, int32_t os, int32_t oe, int32_t word, const char *str,
+                    size_t len);
+
+/* Per-call scratch reused across calls through the result structs. */
+typedef struct b8_tok_scratch {
+    b8_ucps word, tmp;  /* WordPiece: the current word and NFC/NFD scratch */
+    uint8_t *nb;        /* normalized bytes */
+    int32_t *nos, *noe; /* origin span of each normalized byte */
+    size_t nb_cap;
+    void *lattice; /* Unigram Viterbi: one entry per normalized byte + 1 */
+    size_t lattice_cap;
+    b8_tokseq *seqs; /* encode: 2 per input */
+    int64_t nseqs;
+    void *plan; /* encode: row plan */
+    size_t plan_cap;
+} b8_tok_scratch;
+
+bool b8_scratch_bytes(b8_tok_scratch *s, size_t n); /* nb/nos/noe hold at least n */
+void b8_scratch_free(b8_tok_scratch *s);
+
+/* ---- The tokenizer ------------------------------------------------------------------- */
+
+typedef struct b8_added_token {
+    char *content;
+    size_t len;
+    int32_t id;
+    bool lstrip, rstrip; /* eat whitespace on that side of the match */
+    bool special;
+} b8_added_token;
+
+enum { B8_TMPL_SPECIAL = 0, B8_TMPL_SEQ_A = 1, B8_TMPL_SEQ_B = 2, B8_TMPL_MAX = 8 };
+typedef struct b8_tmpl_item {
+    int8_t kind;
+    int8_t type_id;
+    int32_t id; /* B8_TMPL_SPECIAL only */
+} b8_tmpl_item;
+
+/* SentencePiece piece types (ModelProto.SentencePiece.Type). */
+enum {
+    B8_SP_NORMAL = 1,
+    B8_SP_UNKNOWN = 2,
+    B8_SP_CONTROL = 3,
+    B8_SP_USER = 4,
+    B8_SP_UNUSED = 5,
+    B8_SP_BYTE = 6
+};
+
+typedef struct b8_ascii_norm {
+    uint8_t simple; /* 1: this byte alone decides its normalization */
+    uint8_t len;    /* bytes of the replacement */
+    uint32_t off;   /* replacement in the charsmap strings, or identity when simple == 2 */
+} b8_ascii_norm;
+
+struct b8_tokenizer {
+    b8_tok_kind kind;
+    int64_t vocab_size;
+    int64_t model_max_length;
+    char *tok_blob;   /* id -> token: NUL-terminated strings */
+    int64_t *tok_off; /* [vocab_size + 1] */
+    b8_ptrie trie;    /* token -> id (Unigram: pieces the Viterbi may use) */
+    int32_t special[B8_SPECIAL_COUNT];
+
+    b8_added_token *added; /* matched verbatim before the model, longest first */
+    int n_added;
+    uint8_t added_first[256]; /* 1 when some added token starts with that byte */
+    uint64_t added_lens;      /* bit k: some special token string is k bytes long (k < 64) */
+
+    b8_tmpl_item tmpl_single[B8_TMPL_MAX], tmpl_pair[B8_TMPL_MAX];
+    int n_single, n_pair;
+
+    struct {
+        bool lowercase, strip_accents, chinese, clean_text;
+        int max_chars;      /* max_input_chars_per_word (100) */
+        uint32_t cont_node; /* trie node of the continuing prefix ("##"), or NONE */
+        int32_t unk_id;
+        char *unk_token;
+        /* HF's never_split: the special token strings, kept whole inside words */
+        char **never_split;
+        size_t *never_len;
+        int n_never;
+    } wp;
+
+    struct {
+        float *score;  /* [vocab_size] */
+        uint8_t *type; /* [vocab_size] B8_SP_* (0 = not a piece) */
+        float min_score, max_score;
+        int32_t unk_id;     /* final id of <unk> */
+        uint8_t *charsmap;  /* owned copy of the precompiled charsmap */
+        const uint32_t *da; /* double-array units (inside charsmap) */
+        size_t da_units;
+        const char *norm; /* replacement strings (inside charsmap) */
+        size_t norm_len;
+        bool add_dummy_prefix, remove_extra_ws, escape_ws;
+        b8_ascii_norm ascii[128];
+        b8_ptrie user; /* user-defined symbols, copied through the normalizer */
+        bool has_user;
+        bool fairseq;     /* ids follow XLMRobertaTokenizer's fairseq mapping */
+        int64_t spm_size; /* pieces in the sentencepiece model (fairseq mode) */
+        char **reserved;  /* control/unknown piece strings and their ids (PieceToId) */
+        int32_t *reserved_id;
+        int n_reserved;
+    } ug;
+};
+
+/* Model stages: tokenize text[s, e) (no added tokens inside) and append to seq; *word is
+ * the next word index and is advanced. */
+bert8_status b8_wp_tokenize(const b8_tokenizer *t, const uint8_t *text, int32_t s, int32_t e,
+                            b8_tokseq *seq, b8_tok_scratch *sc, int32_t *word, b8_err *err);
+bert8_status b8_ug_tokenize(const b8_tokenizer *t, const uint8_t *text, int32_t s, int32_t e,
+                            b8_tokseq *seq, b8_tok_scratch *sc, int32_t *word, b8_err *err);
+
+/* Loading pieces shared by the loader files (tok_load.c, tok_json.c, spm_model.c). */
+b8_tokenizer *b8_tok_alloc(b8_tok_kind kind);
+/* Sets the id -> token table from n strings (lens given). */
+bert8_status b8_tok_set_tokens(b8_tokenizer *t, const char *const *toks, const size_t *lens,
+                               int64_t n, b8_err *e);
+/* Adds (or updates) a verbatim-matched token; id < 0 looks it up / appends it. */
+bert8_status b8_tok_add_token(b8_tokenizer *t, const char *content, size_t len, int32_t id,
+                              bool lstrip, bool rstrip, bool special, b8_err *e);
+/* Appends a new token to the vocabulary (for added tokens missing from it); returns its id. */
+int32_t b8_tok_append_token(b8_tokenizer *t, const char *s, size_t len, b8_err *e);
+/* Builds the lookup structures once everything is known (sorts added tokens etc.). */
+bert8_status b8_tok_finish(b8_tokenizer *t, b8_err *e);
+/* Sets the default templates of the kind from the special ids. */
+void b8_tok_default_templates(b8_tokenizer *t);
+
+/* Reads a sentencepiece ModelProto (data, n bytes) into t's Unigram model; path for messages. */
+bert8_status b8_spm_parse(b8_tokenizer *t, const uint8_t *data, size_t n, const char *path,
+                          b8_err *e);
+/* Installs a precompiled charsmap blob (copied) into t->ug; what names it in messages. */
+bert8_status b8_ug_set_charsmap(b8_tokenizer *t, const uint8_t *blob, size_t n, const char *what,
+                                b8_err *e);
+/* Finishes the Unigram model: min/max scores, piece trie, ASCII table. */
+bert8_status b8_ug_finish(b8_tokenizer *t, b8_err *e);
+
+/* Parses a tokenizer.json (text, NUL-terminated) into a fresh tokenizer. */
+bert8_status b8_tokjson_parse(const char *text, size_t len, const char *path,
+                              const b8_tok_options *opt, b8_tokenizer **out, b8_err *e);
+
+#endif

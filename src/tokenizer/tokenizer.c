@@ -1,0 +1,805 @@
+/* tokenizer.c: the tokenizer object and the encoding layer: verbatim matching of added and
+ * special tokens, the model run in between, templates, truncation, overflow windows,
+ * padding and batches. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tok_internal.h"
+
+/* ---- Token lists and scratch --------------------------------------------------------- */
+
+bool b8_tokseq_reserve(b8_tokseq *s, int64_t n) {
+    if (n <= s->cap) return true;
+    int64_t nc = s->cap ? s->cap : 64;
+    while (nc < n)
+        nc *= 2;
+    int32_t **arrs[4] = {&s->id, &s->os, &s->oe, &s->word};
+    for (int i = 0; i < 4; i++) {
+        int32_t *p = realloc(*arrs[i], (size_t)nc * sizeof *p);
+        if (!p) return false;
+        *arrs[i] = p;
+    }
+    if (s->want_strings) {
+        int64_t *p = realloc(s->str_off, (size_t)(nc + 1) * sizeof *p);
+        if (!p) return false;
+        if (!s->str_off) p[0] = 0;
+        s->str_off = p;
+    }
+    s->cap = nc;
+    return true;
+}
+
+void b8_tokseq_free(b8_tokseq *s) {
+    free(s->id);
+    free(s->os);
+    free(s->oe);
+    free(s->word);
+    free(s->str);
+    free(s->str_off);
+    memset(s, 0, sizeof *s);
+}
+
+bool b8_tokseq_push(b8_tokseq *s, int32_t id, int32_t os, int32_t oe, int32_t word, const char *str,
+                    size_t len) {
+    if (s->n == s->cap && !b8_tokseq_reserve(s, s->n + 1)) return false;
+    if (s->want_strings) {
+        if (!s->str_off && !b8_tokseq_reserve(s, s->cap + 1)) return false;
+        int64_t need = s->str_n + (int64_t)len + 1;
+        if (need > s->str_cap) {
+            int64_t nc = s->str_cap ? s->str_cap : 256;
+            while (nc < need)
+                nc *= 2;
+            char *p = realloc(s->str, (size_t)nc);
+            if (!p) return false;
+            s->str = p;
+            s->str_cap = nc;
+        }
+        s->str_off[s->n] = s->str_n;
+        if (len) memcpy(s->str + s->str_n, str, len);
+        s->str[s->str_n + (int64_t)len] = 0;
+        s->str_n += (int64_t)len + 1;
+        s->str_off[s->n + 1] = s->str_n;
+    }
+    s->id[s->n] = id;
+    s->os[s->n] = os;
+    s->oe[s->n] = oe;
+    s->word[s->n] = word;
+    s->n++;
+    return true;
+}
+
+bool b8_scratch_bytes(b8_tok_scratch *s, size_t n) {
+    if (n <= s->nb_cap) return true;
+    size_t nc = s->nb_cap ? s->nb_cap : 256;
+    while (nc < n)
+        nc *= 2;
+    uint8_t *nb = realloc(s->nb, nc);
+    if (!nb) return false;
+    s->nb = nb;
+    int32_t *os = realloc(s->nos, nc * sizeof *os);
+    if (!os) return false;
+    s->nos = os;
+    int32_t *oe = realloc(s->noe, nc * sizeof *oe);
+    if (!oe) return false;
+    s->noe = oe;
+    s->nb_cap = nc;
+    return true;
+}
+
+void b8_scratch_free(b8_tok_scratch *s) {
+    if (!s) return;
+    b8_ucps_free(&s->word);
+    b8_ucps_free(&s->tmp);
+    free(s->nb);
+    free(s->nos);
+    free(s->noe);
+    free(s->lattice);
+    for (int64_t i = 0; i < s->nseqs; i++)
+        b8_tokseq_free(&s->seqs[i]);
+    free(s->seqs);
+    free(s->plan);
+    memset(s, 0, sizeof *s);
+}
+
+/* ---- Object ---------------------------------------------------------------------------- */
+
+b8_tokenizer *b8_tok_alloc(b8_tok_kind kind) {
+    b8_tokenizer *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->kind = kind;
+    t->model_max_length = 512;
+    for (int i = 0; i < B8_SPECIAL_COUNT; i++)
+        t->special[i] = -1;
+    t->wp.max_chars = 100;
+    t->wp.cont_node = B8_PTRIE_NONE;
+    t->wp.unk_id = -1;
+    t->wp.clean_text = true;
+    t->wp.chinese = true;
+    t->ug.unk_id = -1;
+    return t;
+}
+
+void b8_tokenizer_free(b8_tokenizer *t) {
+    if (!t) return;
+    free(t->tok_blob);
+    free(t->tok_off);
+    b8_ptrie_free(&t->trie);
+    for (int i = 0; i < t->n_added; i++)
+        free(t->added[i].content);
+    free(t->added);
+    free(t->wp.unk_token);
+    free(t->wp.never_split); /* the strings belong to added */
+    free(t->wp.never_len);
+    free(t->ug.score);
+    free(t->ug.type);
+    free(t->ug.charsmap);
+    b8_ptrie_free(&t->ug.user);
+    for (int i = 0; i < t->ug.n_reserved; i++)
+        free(t->ug.reserved[i]);
+    free(t->ug.reserved);
+    free(t->ug.reserved_id);
+    free(t);
+}
+
+bert8_status b8_tok_set_tokens(b8_tokenizer *t, const char *const *toks, const size_t *lens,
+                               int64_t n, b8_err *e) {
+    size_t total = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (!b8_add_ok(total, lens[i] + 1, &total))
+            return b8_fail(e, BERT8_ERR_TOO_LARGE, "vocabulary too large");
+    char *blob = malloc(total ? total : 1);
+    int64_t *off = malloc((size_t)(n + 1) * sizeof *off);
+    if (!blob || !off) {
+        free(blob);
+        free(off);
+        return b8_fail(e, BERT8_ERR_NOMEM, "out of memory storing the vocabulary");
+    }
+    size_t at = 0;
+    for (int64_t i = 0; i < n; i++) {
+        off[i] = (int64_t)at;
+        if (lens[i]) memcpy(blob + at, toks[i], lens[i]);
+        blob[at + lens[i]] = 0;
+        at += lens[i] + 1;
+    }
+    off[n] = (int64_t)at;
+    free(t->tok_blob);
+    free(t->tok_off);
+    t->tok_blob = blob;
+    t->tok_off = off;
+    t->vocab_size = n;
+    return BERT8_OK;
+}
+
+int32_t b8_tok_append_token(b8_tokenizer *t, const char *s, size_t len, b8_err *e) {
+    if (t->vocab_size >= INT32_MAX - 1) {
+        b8_fail(e, BERT8_ERR_TOO_LARGE, "vocabulary too large");
+        return -1;
+    }
+    size_t old = (size_t)t->tok_off[t->vocab_size];
+    char *blob = realloc(t->tok_blob, old + len + 1);
+    if (!blob) {
+        b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
+        return -1;
+    }
+    t->tok_blob = blob;
+    int64_t *off = realloc(t->tok_off, (size_t)(t->vocab_size + 2) * sizeof *off);
+    if (!off) {
+        b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
+        return -1;
+    }
+    t->tok_off = off;
+    memcpy(blob + old, s, len);
+    blob[old + len] = 0;
+    off[t->vocab_size + 1] = (int64_t)(old + len + 1);
+    if (t->kind == B8_TOK_UNIGRAM && t->ug.score) {
+        float *sc = realloc(t->ug.score, (size_t)(t->vocab_size + 1) * sizeof *sc);
+        if (sc) t->ug.score = sc;
+        uint8_t *ty = realloc(t->ug.type, (size_t)(t->vocab_size + 1));
+        if (ty) t->ug.type = ty;
+        if (!sc || !ty) {
+            b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
+            return -1;
+        }
+        sc[t->vocab_size] = 0;
+        ty[t->vocab_size] = B8_SP_CONTROL;
+    }
+    return (int32_t)t->vocab_size++;
+}
+
+/* Id by vocabulary only (no added tokens), as the model's own lookup gives it. */
+static int32_t vocab_lookup(const b8_tokenizer *t, const char *s, size_t len) {
+    if (t->kind == B8_TOK_WORDPIECE) return b8_ptrie_get(&t->trie, s, len);
+    if (t->ug.fairseq) {
+        static const char *const fixed[4] = {"<s>", "<pad>", "</s>", "<unk>"};
+        for (int k = 0; k < 4; k++)
+            if (len == strlen(fixed[k]) && !memcmp(s, fixed[k], len)) return k;
+        if (len == 6 && !memcmp(s, "<mask>", 6)) return (int32_t)t->ug.spm_size + 1;
+    }
+    for (int i = 0; i < t->ug.n_reserved; i++)
+        if (strlen(t->ug.reserved[i]) == len && !memcmp(t->ug.reserved[i], s, len))
+            return t->ug.reserved_id[i];
+    int32_t id = b8_ptrie_get(&t->trie, s, len);
+    return id >= 0 ? id : t->ug.unk_id;
+}
+
+bert8_status b8_tok_add_token(b8_tokenizer *t, const char *content, size_t len, int32_t id,
+                              bool lstrip, bool rstrip, bool special, b8_err *e) {
+    if (len == 0) return BERT8_OK; /* HF ignores empty added tokens */
+    for (int i = 0; i < t->n_added; i++) {
+        b8_added_token *a = &t->added[i];
+        if (a->len == len && !memcmp(a->content, content, len)) {
+            a->lstrip = lstrip;
+            a->rstrip = rstrip;
+            a->special = a->special || special;
+            if (id >= 0) a->id = id;
+            return BERT8_OK;
+        }
+    }
+    if (id < 0) {
+        id = vocab_lookup(t, content, len);
+        int32_t unk = t->kind == B8_TOK_WORDPIECE ? t->wp.unk_id : t->ug.unk_id;
+        size_t unk_len = 0;
+        const char *unk_s = unk >= 0 ? b8_tokenizer_id_to_token(t, unk, &unk_len) : NULL;
+        bool is_unk = unk_s && unk_len == len && !memcmp(unk_s, content, len);
+        if (id < 0 || (id == unk && !is_unk)) {
+            id = b8_tok_append_token(t, content, len, e);
+            if (id < 0) return e ? e->status : BERT8_ERR_NOMEM;
+        }
+    } else {
+        while (id >= t->vocab_size)
+            if (b8_tok_append_token(t, id == t->vocab_size ? content : "",
+                                    id == t->vocab_size ? len : 0, e) < 0)
+                return e ? e->status : BERT8_ERR_NOMEM;
+    }
+    b8_added_token *na = realloc(t->added, (size_t)(t->n_added + 1) * sizeof *na);
+    if (!na) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
+    t->added = na;
+    char *c = malloc(len + 1);
+    if (!c) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
+    memcpy(c, content, len);
+    c[len] = 0;
+    na[t->n_added++] = (b8_added_token){c, len, id, lstrip, rstrip, special};
+    return BERT8_OK;
+}
+
+void b8_tok_default_templates(b8_tokenizer *t) {
+    int32_t cls = t->special[B8_SPECIAL_CLS], sep = t->special[B8_SPECIAL_SEP];
+    b8_tmpl_item *s = t->tmpl_single, *p = t->tmpl_pair;
+    t->n_single = t->n_pair = 0;
+    if (cls >= 0) s[t->n_single++] = (b8_tmpl_item){B8_TMPL_SPECIAL, 0, cls};
+    s[t->n_single++] = (b8_tmpl_item){B8_TMPL_SEQ_A, 0, 0};
+    if (sep >= 0) s[t->n_single++] = (b8_tmpl_item){B8_TMPL_SPECIAL, 0, sep};
+    if (cls >= 0) p[t->n_pair++] = (b8_tmpl_item){B8_TMPL_SPECIAL, 0, cls};
+    p[t->n_pair++] = (b8_tmpl_item){B8_TMPL_SEQ_A, 0, 0};
+    if (sep >= 0) p[t->n_pair++] = (b8_tmpl_item){B8_TMPL_SPECIAL, 0, sep};
+    if (t->kind == B8_TOK_WORDPIECE) {
+        /* [CLS] A [SEP] B [SEP], the second part with token type 1 */
+        p[t->n_pair++] = (b8_tmpl_item){B8_TMPL_SEQ_B, 1, 0};
+        if (sep >= 0) p[t->n_pair++] = (b8_tmpl_item){B8_TMPL_SPECIAL, 1, sep};
+    } else {
+        /* <s> A </s></s> B </s>, all token type 0 */
+        if (sep >= 0) p[t->n_pair++] = (b8_tmpl_item){B8_TMPL_SPECIAL, 0, sep};
+        p[t->n_pair++] = (b8_tmpl_item){B8_TMPL_SEQ_B, 0, 0};
+        if (sep >= 0) p[t->n_pair++] = (b8_tmpl_item){B8_TMPL_SPECIAL, 0, sep};
+    }
+}
+
+static int cmp_added(const void *a, const void *b) {
+    const b8_added_token *x = a, *y = b;
+    if (x->len != y->len) return x->len > y->len ? -1 : 1;
+    return memcmp(x->content, y->content, x->len);
+}
+
+bert8_status b8_tok_finish(b8_tokenizer *t, b8_err *e) {
+    if (t->n_added > 1) qsort(t->added, (size_t)t->n_added, sizeof *t->added, cmp_added);
+    memset(t->added_first, 0, sizeof t->added_first);
+    for (int i = 0; i < t->n_added; i++)
+        t->added_first[(uint8_t)t->added[i].content[0]] = 1;
+    if (t->kind == B8_TOK_WORDPIECE) {
+        free(t->wp.never_split);
+        free(t->wp.never_len);
+        t->wp.never_split = calloc((size_t)t->n_added + 1, sizeof *t->wp.never_split);
+        t->wp.never_len = calloc((size_t)t->n_added + 1, sizeof *t->wp.never_len);
+        if (!t->wp.never_split || !t->wp.never_len)
+            return b8_fail(e, BERT8_ERR_NOMEM, "out of memory finishing the tokenizer");
+        t->wp.n_never = 0;
+        t->added_lens = 0;
+        for (int i = 0; i < t->n_added; i++) {
+            if (!t->added[i].special) continue;
+            t->wp.never_split[t->wp.n_never] = t->added[i].content;
+            t->wp.never_len[t->wp.n_never++] = t->added[i].len;
+            if (t->added[i].len < 64) t->added_lens |= 1ull << t->added[i].len;
+        }
+        if (t->wp.unk_id < 0)
+            return b8_fail(e, BERT8_ERR_MISSING, "the WordPiece vocabulary has no unknown token");
+    } else if (t->ug.unk_id < 0) {
+        return b8_fail(e, BERT8_ERR_MISSING, "the Unigram model has no unknown piece");
+    }
+    return BERT8_OK;
+}
+
+/* ---- Introspection --------------------------------------------------------------------- */
+
+b8_tok_kind b8_tokenizer_kind(const b8_tokenizer *t) {
+    return t->kind;
+}
+int64_t b8_tokenizer_vocab_size(const b8_tokenizer *t) {
+    return t->vocab_size;
+}
+int64_t b8_tokenizer_model_max_length(const b8_tokenizer *t) {
+    return t->model_max_length;
+}
+
+int32_t b8_tokenizer_special_id(const b8_tokenizer *t, b8_special which) {
+    if ((unsigned)which >= B8_SPECIAL_COUNT) return -1;
+    return t->special[which];
+}
+
+const char *b8_tokenizer_id_to_token(const b8_tokenizer *t, int32_t id, size_t *len) {
+    if (id < 0 || id >= t->vocab_size) return NULL;
+    if (len) *len = (size_t)(t->tok_off[id + 1] - t->tok_off[id] - 1);
+    return t->tok_blob + t->tok_off[id];
+}
+
+int32_t b8_tokenizer_token_to_id(const b8_tokenizer *t, const char *token, size_t len) {
+    if (!token) return -1;
+    for (int i = 0; i < t->n_added; i++)
+        if (t->added[i].len == len && !memcmp(t->added[i].content, token, len))
+            return t->added[i].id;
+    return vocab_lookup(t, token, len);
+}
+
+int b8_tokenizer_num_special_tokens(const b8_tokenizer *t, int pair) {
+    const b8_tmpl_item *it = pair ? t->tmpl_pair : t->tmpl_single;
+    int n = pair ? t->n_pair : t->n_single, k = 0;
+    for (int i = 0; i < n; i++)
+        k += it[i].kind == B8_TMPL_SPECIAL;
+    return k;
+}
+
+/* ---- Tokenize one sequence ------------------------------------------------------------ */
+
+/* The longest added token at s, or NULL. */
+static const b8_added_token *match_added(const b8_tokenizer *t, const uint8_t *s, size_t n) {
+    for (int i = 0; i < t->n_added; i++) {
+        const b8_added_token *a = &t->added[i];
+        if (a->len <= n && (uint8_t)a->content[0] == s[0] && !memcmp(a->content, s, a->len))
+            return a;
+    }
+    return NULL;
+}
+
+static int32_t skip_space_fwd(const uint8_t *s, int32_t a, int32_t b) {
+    while (a < b) {
+        uint32_t cp;
+        int l = b8_utf8_next(s + a, &cp);
+        if (!b8_uni_isspace(cp)) break;
+        a += l;
+    }
+    return a;
+}
+
+static int32_t skip_space_back(const uint8_t *s, int32_t a, int32_t b) {
+    while (b > a) {
+        int32_t p = b - 1;
+        while (p > a && (s[p] & 0xC0) == 0x80)
+            p--;
+        uint32_t cp;
+        b8_utf8_next(s + p, &cp);
+        if (!b8_uni_isspace(cp)) break;
+        b = p;
+    }
+    return b;
+}
+
+/* PreTrainedTokenizer.tokenize: cut the text at added/special tokens (matched verbatim,
+ * leftmost-longest), strip whitespace beside them as their lstrip/rstrip say, run the model
+ * on what lies between. Text must be valid UTF-8 (checked by the caller). */
+static bert8_status tokenize_seq(const b8_tokenizer *t, const uint8_t *text, int32_t len,
+                                 b8_tokseq *seq, b8_tok_scratch *sc, b8_err *e) {
+    seq->n = 0;
+    seq->str_n = 0;
+    int32_t word = 0, seg = 0, p = 0;
+    bool strip_left = false;
+    for (;;) {
+        const b8_added_token *at = NULL;
+        int32_t m = len;
+        if (t->n_added) {
+            for (int32_t q = p; q < len; q++) {
+                if (!t->added_first[text[q]]) continue;
+                at = match_added(t, text + q, (size_t)(len - q));
+                if (at) {
+                    m = q;
+                    break;
+                }
+            }
+        }
+        int32_t a = seg, b = m;
+        if (strip_left) a = skip_space_fwd(text, a, b);
+        if (at && at->lstrip) b = skip_space_back(text, a, b);
+        if (a < b) {
+            bert8_status st = t->kind == B8_TOK_WORDPIECE
+                                  ? b8_wp_tokenize(t, text, a, b, seq, sc, &word, e)
+                                  : b8_ug_tokenize(t, text, a, b, seq, sc, &word, e);
+            if (st != BERT8_OK) return st;
+        }
+        if (!at) break;
+        if (!b8_tokseq_push(seq, at->id, m, m + (int32_t)at->len, word++, at->content, at->len))
+            return b8_fail(e, BERT8_ERR_NOMEM, "out of memory while tokenizing");
+        p = seg = m + (int32_t)at->len;
+        strip_left = at->rstrip;
+    }
+    return BERT8_OK;
+}
+
+static bert8_status check_text(const char *text, size_t len, const char *what, int64_t index,
+                               b8_err *e) {
+    char name[64];
+    if (index >= 0)
+        snprintf(name, sizeof name, "%s %lld", what, (long long)index);
+    else
+        snprintf(name, sizeof name, "%s", what);
+    if (len > (size_t)INT32_MAX - 16)
+        return b8_fail(e, BERT8_ERR_TOO_LARGE, "%s is %zu bytes; at most 2 GiB is supported", name,
+                       len);
+    return b8_utf8_check(text, len, name, e);
+}
+
+typedef struct pieces_priv {
+    b8_tok_scratch sc;
+    b8_tokseq seq;
+    int64_t cap;
+} pieces_priv;
+
+bert8_status b8_tokenizer_tokenize(const b8_tokenizer *t, const char *text, size_t len,
+                                   b8_tok_pieces *out, b8_err *e) {
+    if (!t || !out) return b8_fail(e, BERT8_ERR_INVALID_ARG, "tokenize: NULL tokenizer or result");
+    bert8_status st = check_text(text, len, "text", -1, e);
+    if (st != BERT8_OK) return st;
+    pieces_priv *pv = out->priv;
+    if (!pv) {
+        pv = calloc(1, sizeof *pv);
+        if (!pv) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+        out->priv = pv;
+    }
+    pv->seq.want_strings = true;
+    st = tokenize_seq(t, (const uint8_t *)(text ? text : ""), (int32_t)len, &pv->seq, &pv->sc, e);
+    if (st != BERT8_OK) return st;
+    int64_t n = pv->seq.n;
+    if (n + 1 > pv->cap) {
+        int64_t nc = n + 1 > 64 ? n + 1 : 64;
+        int32_t *ids = realloc(out->ids, (size_t)nc * sizeof *ids);
+        if (ids) out->ids = ids;
+        int32_t *w = realloc(out->word_ids, (size_t)nc * sizeof *w);
+        if (w) out->word_ids = w;
+        int64_t *o = realloc(out->offsets, (size_t)nc * 2 * sizeof *o);
+        if (o) out->offsets = o;
+        int64_t *so = realloc(out->str_off, (size_t)(nc + 1) * sizeof *so);
+        if (so) out->str_off = so;
+        if (!ids || !w || !o || !so) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+        pv->cap = nc;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        out->ids[i] = pv->seq.id[i];
+        out->word_ids[i] = pv->seq.word[i];
+        out->offsets[2 * i] = pv->seq.os[i];
+        out->offsets[2 * i + 1] = pv->seq.oe[i];
+        out->str_off[i] = pv->seq.str_off[i];
+    }
+    out->str_off[n] = n ? pv->seq.str_off[n] : 0;
+    out->strings = pv->seq.str ? pv->seq.str : (char *)"";
+    out->n = n;
+    return BERT8_OK;
+}
+
+void b8_tok_pieces_free(b8_tok_pieces *p) {
+    if (!p) return;
+    pieces_priv *pv = p->priv;
+    if (pv) {
+        b8_scratch_free(&pv->sc);
+        b8_tokseq_free(&pv->seq);
+        free(pv);
+    }
+    free(p->ids);
+    free(p->word_ids);
+    free(p->offsets);
+    free(p->str_off);
+    memset(p, 0, sizeof *p);
+}
+
+/* ---- Encode -------------------------------------------------------------------------- */
+
+b8_encode_params b8_default_encode_params(void) {
+    b8_encode_params p = {0};
+    p.add_special_tokens = 1;
+    p.truncation = B8_TRUNC_NONE;
+    p.padding = B8_PAD_LONGEST;
+    return p;
+}
+
+typedef struct row_plan {
+    int64_t input, window;
+    int32_t a0, a1, b0, b1; /* token ranges of the two sequences (b1 < 0: single) */
+    int64_t len;
+} row_plan;
+
+typedef struct enc_priv {
+    b8_tok_scratch sc;
+    size_t cap_tok, cap_rows;
+} enc_priv;
+
+static bool plan_push(b8_tok_scratch *sc, int64_t *nplan, row_plan r) {
+    if ((size_t)*nplan == sc->plan_cap) {
+        size_t nc = sc->plan_cap ? sc->plan_cap * 2 : 64;
+        row_plan *p = realloc(sc->plan, nc * sizeof *p);
+        if (!p) return false;
+        sc->plan = p;
+        sc->plan_cap = nc;
+    }
+    ((row_plan *)sc->plan)[(*nplan)++] = r;
+    return true;
+}
+
+/* Rows for one input: HF's truncation strategies, and for overflow the windows of Hugging
+ * Face's Encoding::truncate (each starts budget - stride after the previous one). */
+static bert8_status plan_input(const b8_tokenizer *t, const b8_encode_params *p, int64_t input,
+                               int32_t na, int32_t nb, b8_tok_scratch *sc, int64_t *nplan,
+                               b8_err *e) {
+    bool pair = nb >= 0;
+    int32_t nspec = p->add_special_tokens ? b8_tokenizer_num_special_tokens(t, pair) : 0;
+    int64_t maxlen = p->max_length > 0 ? p->max_length : t->model_max_length;
+    int64_t total = (int64_t)na + (pair ? nb : 0) + nspec;
+    row_plan r = {input, 0, 0, na, 0, pair ? nb : -1, total};
+    if (p->truncation == B8_TRUNC_NONE || total <= maxlen) {
+        if (!plan_push(sc, nplan, r)) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+        return BERT8_OK;
+    }
+    b8_truncation tr = p->truncation;
+    if (!pair && tr == B8_TRUNC_LONGEST_FIRST) tr = B8_TRUNC_ONLY_FIRST;
+    if (tr == B8_TRUNC_LONGEST_FIRST) {
+        if (p->return_overflow)
+            return b8_fail(e, BERT8_ERR_UNSUPPORTED,
+                           "input %lld: overflow windows need only_first or only_second "
+                           "truncation for pairs",
+                           (long long)input);
+        /* transformers' slow loop: one token at a time from the longer, ties from the second */
+        int64_t remove = total - maxlen;
+        int32_t la = na, lb = nb;
+        for (int64_t k = 0; k < remove; k++) {
+            if (la > lb)
+                la--;
+            else if (lb > 0)
+                lb--;
+        }
+        r.a1 = la;
+        r.b1 = lb;
+        r.len = (int64_t)la + lb + nspec;
+        if (!plan_push(sc, nplan, r)) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+        return BERT8_OK;
+    }
+    if (tr == B8_TRUNC_ONLY_SECOND && !pair)
+        return b8_fail(e, BERT8_ERR_TOO_LARGE,
+                       "input %lld: %lld tokens exceed max_length %lld and only_second "
+                       "truncation has no second sequence to cut",
+                       (long long)input, (long long)total, (long long)maxlen);
+    bool second = tr == B8_TRUNC_ONLY_SECOND;
+    int32_t n = second ? nb : na;
+    int64_t budget = (int64_t)n - (total - maxlen);
+    if (budget < 1)
+        return b8_fail(e, BERT8_ERR_TOO_LARGE,
+                       "input %lld: max_length %lld leaves no room for the %s sequence (%lld "
+                       "tokens in the other, %d special)",
+                       (long long)input, (long long)maxlen, second ? "second" : "first",
+                       (long long)(second ? na : (pair ? nb : 0)), nspec);
+    if (!p->return_overflow) {
+        if (second)
+            r.b1 = (int32_t)budget;
+        else
+            r.a1 = (int32_t)budget;
+        r.len = maxlen;
+        if (!plan_push(sc, nplan, r)) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+        return BERT8_OK;
+    }
+    if (p->stride < 0 || p->stride >= budget)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG,
+                       "input %lld: stride %lld must be below the %lld tokens that fit in a "
+                       "window",
+                       (long long)input, (long long)p->stride, (long long)budget);
+    int64_t step = budget - p->stride;
+    int64_t window = 0;
+    for (int64_t start = 0;; start += step) {
+        int64_t stop = start + budget < n ? start + budget : n;
+        row_plan w = r;
+        w.window = window++;
+        if (second) {
+            w.b0 = (int32_t)start;
+            w.b1 = (int32_t)stop;
+        } else {
+            w.a0 = (int32_t)start;
+            w.a1 = (int32_t)stop;
+        }
+        w.len = (int64_t)(w.a1 - w.a0) + (pair ? w.b1 - w.b0 : 0) + nspec;
+        if (!plan_push(sc, nplan, w)) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+        if (stop == n) break;
+    }
+    return BERT8_OK;
+}
+
+static bool grow_outputs(b8_encoding *out, enc_priv *pv, size_t ntok, size_t nrows) {
+    if (ntok > pv->cap_tok) {
+        int32_t **a32[6] = {&out->input_ids,    &out->attention_mask, &out->token_type_ids,
+                            &out->special_mask, &out->sequence_ids,   &out->word_ids};
+        for (int i = 0; i < 6; i++) {
+            int32_t *p = realloc(*a32[i], ntok * sizeof *p);
+            if (!p) return false;
+            *a32[i] = p;
+        }
+        int64_t *o = realloc(out->offsets, ntok * 2 * sizeof *o);
+        if (!o) return false;
+        out->offsets = o;
+        pv->cap_tok = ntok;
+    }
+    if (nrows > pv->cap_rows) {
+        int64_t **a64[3] = {&out->lengths, &out->row_input, &out->row_window};
+        for (int i = 0; i < 3; i++) {
+            int64_t *p = realloc(*a64[i], nrows * sizeof *p);
+            if (!p) return false;
+            *a64[i] = p;
+        }
+        pv->cap_rows = nrows;
+    }
+    return true;
+}
+
+bert8_status b8_tokenizer_encode_batch(const b8_tokenizer *t, int64_t n, const char *const *texts,
+                                       const size_t *text_lens, const char *const *pairs,
+                                       const size_t *pair_lens, const b8_encode_params *params,
+                                       b8_encoding *out, b8_err *e) {
+    if (!t || !out) return b8_fail(e, BERT8_ERR_INVALID_ARG, "encode: NULL tokenizer or result");
+    if (n < 0 || (n > 0 && !texts))
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "encode: %lld inputs without texts", (long long)n);
+    b8_encode_params p = params ? *params : b8_default_encode_params();
+    if ((unsigned)p.truncation > B8_TRUNC_ONLY_SECOND || (unsigned)p.padding > B8_PAD_MAX_LENGTH ||
+        p.max_length < 0 || p.pad_to_multiple_of < 0 || p.stride < 0)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "encode: invalid parameters");
+    enc_priv *pv = out->priv;
+    if (!pv) {
+        pv = calloc(1, sizeof *pv);
+        if (!pv) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+        out->priv = pv;
+    }
+    b8_tok_scratch *sc = &pv->sc;
+    out->rows = out->seq = 0;
+    if (sc->nseqs < 2 * n) {
+        b8_tokseq *ns = realloc(sc->seqs, (size_t)(2 * n) * sizeof *ns);
+        if (!ns) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+        memset(ns + sc->nseqs, 0, (size_t)(2 * n - sc->nseqs) * sizeof *ns);
+        sc->seqs = ns;
+        sc->nseqs = 2 * n;
+    }
+    int64_t nplan = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const char *a = texts[i], *b = pairs ? pairs[i] : NULL;
+        size_t la = text_lens ? text_lens[i] : (a ? strlen(a) : 0);
+        size_t lb = b ? (pair_lens ? pair_lens[i] : strlen(b)) : 0;
+        bert8_status st = check_text(a, la, "text", i, e);
+        if (st == BERT8_OK && b) st = check_text(b, lb, "text_pair", i, e);
+        if (st != BERT8_OK) return st;
+        b8_tokseq *sa = &sc->seqs[2 * i], *sb = &sc->seqs[2 * i + 1];
+        sa->want_strings = sb->want_strings = false;
+        st = tokenize_seq(t, (const uint8_t *)(a ? a : ""), (int32_t)la, sa, sc, e);
+        if (st == BERT8_OK && b) st = tokenize_seq(t, (const uint8_t *)b, (int32_t)lb, sb, sc, e);
+        if (st != BERT8_OK) return st;
+        if (sa->n > INT32_MAX / 2 || sb->n > INT32_MAX / 2)
+            return b8_fail(e, BERT8_ERR_TOO_LARGE, "input %lld has too many tokens", (long long)i);
+        st = plan_input(t, &p, i, (int32_t)sa->n, b ? (int32_t)sb->n : -1, sc, &nplan, e);
+        if (st != BERT8_OK) return st;
+    }
+    const row_plan *plan = sc->plan;
+    int64_t seq = 0;
+    for (int64_t r = 0; r < nplan; r++)
+        if (plan[r].len > seq) seq = plan[r].len;
+    if (p.padding == B8_PAD_MAX_LENGTH) {
+        int64_t ml = p.max_length > 0 ? p.max_length : t->model_max_length;
+        if (ml > seq) seq = ml;
+    }
+    if (p.pad_to_multiple_of > 0 && seq % p.pad_to_multiple_of)
+        seq += p.pad_to_multiple_of - seq % p.pad_to_multiple_of;
+    size_t ntok;
+    if (!b8_mul_ok((size_t)nplan, (size_t)seq, &ntok) || ntok > ((size_t)1 << 40))
+        return b8_fail(e, BERT8_ERR_TOO_LARGE, "encode: %lld rows of %lld tokens", (long long)nplan,
+                       (long long)seq);
+    int32_t pad = t->special[B8_SPECIAL_PAD];
+    for (int64_t r = 0; r < nplan && pad < 0; r++)
+        if (plan[r].len < seq)
+            return b8_fail(e, BERT8_ERR_INVALID_ARG,
+                           "encode: rows need padding but the tokenizer has no pad token");
+    if (!grow_outputs(out, pv, ntok ? ntok : 1, nplan ? (size_t)nplan : 1))
+        return b8_fail(e, BERT8_ERR_NOMEM, "out of memory for %lld x %lld tokens", (long long)nplan,
+                       (long long)seq);
+    for (int64_t r = 0; r < nplan; r++) {
+        const row_plan *rp = &plan[r];
+        const b8_tokseq *sa = &sc->seqs[2 * rp->input], *sb = &sc->seqs[2 * rp->input + 1];
+        bool pair = rp->b1 >= 0;
+        const b8_tmpl_item *items = pair ? t->tmpl_pair : t->tmpl_single;
+        int ni = pair ? t->n_pair : t->n_single;
+        static const b8_tmpl_item bare[2] = {{B8_TMPL_SEQ_A, 0, 0}, {B8_TMPL_SEQ_B, 0, 0}};
+        if (!p.add_special_tokens) {
+            items = bare;
+            ni = pair ? 2 : 1;
+        }
+        size_t base = (size_t)r * (size_t)seq, k = base;
+        for (int it = 0; it < ni; it++) {
+            const b8_tmpl_item *ti = &items[it];
+            if (ti->kind == B8_TMPL_SPECIAL) {
+                out->input_ids[k] = ti->id;
+                out->attention_mask[k] = 1;
+                out->token_type_ids[k] = ti->type_id;
+                out->special_mask[k] = 1;
+                out->sequence_ids[k] = -1;
+                out->word_ids[k] = -1;
+                out->offsets[2 * k] = out->offsets[2 * k + 1] = 0;
+                k++;
+                continue;
+            }
+            bool isb = ti->kind == B8_TMPL_SEQ_B;
+            const b8_tokseq *s = isb ? sb : sa;
+            int32_t from = isb ? rp->b0 : rp->a0, to = isb ? rp->b1 : rp->a1;
+            for (int32_t j = from; j < to; j++, k++) {
+                out->input_ids[k] = s->id[j];
+                out->attention_mask[k] = 1;
+                out->token_type_ids[k] = ti->type_id;
+                out->special_mask[k] = 0;
+                out->sequence_ids[k] = isb ? 1 : 0;
+                out->word_ids[k] = s->word[j];
+                out->offsets[2 * k] = s->os[j];
+                out->offsets[2 * k + 1] = s->oe[j];
+            }
+        }
+        out->lengths[r] = (int64_t)(k - base);
+        out->row_input[r] = rp->input;
+        out->row_window[r] = rp->window;
+        for (; k < base + (size_t)seq; k++) {
+            out->input_ids[k] = pad;
+            out->attention_mask[k] = 0;
+            out->token_type_ids[k] = 0;
+            out->special_mask[k] = 1;
+            out->sequence_ids[k] = -1;
+            out->word_ids[k] = -1;
+            out->offsets[2 * k] = out->offsets[2 * k + 1] = 0;
+        }
+    }
+    out->rows = nplan;
+    out->seq = seq;
+    return BERT8_OK;
+}
+
+bert8_status b8_tokenizer_encode(const b8_tokenizer *t, const char *text, size_t text_len,
+                                 const char *pair, size_t pair_len, const b8_encode_params *p,
+                                 b8_encoding *out, b8_err *e) {
+    const char *texts[1] = {text};
+    const char *pairs[1] = {pair};
+    size_t tl[1] = {text_len}, pl[1] = {pair_len};
+    return b8_tokenizer_encode_batch(t, 1, texts, tl, pair ? pairs : NULL, pl, p, out, e);
+}
+
+void b8_encoding_free(b8_encoding *enc) {
+    if (!enc) return;
+    enc_priv *pv = enc->priv;
+    if (pv) {
+        b8_scratch_free(&pv->sc);
+        free(pv);
+    }
+    free(enc->input_ids);
+    free(enc->attention_mask);
+    free(enc->token_type_ids);
+    free(enc->special_mask);
+    free(enc->sequence_ids);
+    free(enc->word_ids);
+    free(enc->offsets);
+    free(enc->lengths);
+    free(enc->row_input);
+    free(enc->row_window);
+    memset(enc, 0, sizeof *enc);
+}
