@@ -1,0 +1,556 @@
+/* test_qgemm.c: every INT8 GEMM kernel against the scalar oracle (qs8_gemm__scalar): int32
+ * accumulators bit-exact over a sweep of M, N, K (edges, K not a multiple of 4, K split in
+ * passes), extreme values, every fused epilogue bit-exact (oneDNN within a documented
+ * tolerance), the SIMD epilogue math against its scalar twin and libm, kernel selection under
+ * each BERT8_MAX_ISA cap (re-run in a child process), and argument errors. */
+#include "testutil.h"
+
+#include <float.h>
+#include <omp.h>
+#include <stdlib.h>
+
+#include "cpu.h"
+#include "kernels/qgemm.h"
+#include "kernels/vmath.h"
+#include "kernels/vmath_avx2.h"
+#include "kernels/vmath_avx512.h"
+
+int tcpu_spawn_with_cap(const char *isa, const char *child_arg);
+
+static const char *ORACLE = "qs8_gemm__scalar";
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint32_t rnd(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 16);
+}
+static float rndf(float lo, float hi) { return lo + (hi - lo) * (float)(rnd() & 0xffffff) / 16777216.0f; }
+static void fill_s8(int8_t *p, size_t n) {
+    for (size_t i = 0; i < n; i++) p[i] = (int8_t)(rnd() & 0xff);
+}
+
+static bool kernel_runs_here(int i) { return b8_cpu_level() >= b8_qgemm_kernel_isa(i); }
+
+/* Packs w with a named kernel; NULL (and a printed reason) when that fails. */
+static b8_qweight *pack(const int8_t *w, int64_t N, int64_t K, const float *ws, const char *name) {
+    b8_qweight *q = NULL;
+    b8_err e;
+    b8_err_clear(&e);
+    if (b8_qweight_pack(w, N, K, ws, name, &q, &e) != BERT8_OK) {
+        printf("  pack %s N=%lld K=%lld failed: %s\n", name ? name : "(auto)", (long long)N,
+               (long long)K, e.msg);
+        return NULL;
+    }
+    return q;
+}
+
+/* int32 results of every runnable kernel against the oracle for one shape; lda/ldc padded. */
+static int check_s32_shape(int64_t M, int64_t N, int64_t K, int pad) {
+    int64_t lda = K + pad, ldc = N + pad;
+    int8_t *A = malloc((size_t)(M * lda)), *W = malloc((size_t)(N * K));
+    float *ws = malloc((size_t)N * sizeof(float));
+    int32_t *ref = malloc((size_t)(M * ldc) * 4), *got = malloc((size_t)(M * ldc) * 4);
+    fill_s8(A, (size_t)(M * lda));
+    fill_s8(W, (size_t)(N * K));
+    for (int64_t n = 0; n < N; n++) ws[n] = 1.0f;
+    int bad = 0;
+    b8_err e;
+    b8_qweight *qo = pack(W, N, K, ws, ORACLE);
+    if (!qo || b8_qgemm_s32(A, lda, M, qo, ref, ldc, &e) != BERT8_OK) bad++;
+    for (int i = 0; i < b8_qgemm_kernel_count() && !bad; i++) {
+        const char *name = b8_qgemm_kernel_name(i);
+        if (!kernel_runs_here(i) || strcmp(name, ORACLE) == 0) continue;
+        b8_qweight *q = pack(W, N, K, ws, name);
+        if (!q) {
+            bad++;
+            continue;
+        }
+        memset(got, 0x5a, (size_t)(M * ldc) * 4);
+        if (b8_qgemm_s32(A, lda, M, q, got, ldc, &e) != BERT8_OK) {
+            printf("  %s: %s\n", name, e.msg);
+            bad++;
+        }
+        for (int64_t m = 0; m < M && !bad; m++)
+            for (int64_t n = 0; n < N; n++)
+                if (got[m * ldc + n] != ref[m * ldc + n]) {
+                    printf("  %s M=%lld N=%lld K=%lld: C[%lld][%lld] = %d, oracle %d\n", name,
+                           (long long)M, (long long)N, (long long)K, (long long)m, (long long)n,
+                           got[m * ldc + n], ref[m * ldc + n]);
+                    bad++;
+                    break;
+                }
+        b8_qweight_free(q);
+    }
+    b8_qweight_free(qo);
+    free(A);
+    free(W);
+    free(ws);
+    free(ref);
+    free(got);
+    return bad;
+}
+
+static const int64_t SWEEP_M[] = {1, 2, 3, 7, 16, 33, 100};
+static const int64_t SWEEP_N[] = {1, 5, 16, 17, 48, 64, 65, 130};
+static const int64_t SWEEP_K[] = {1, 3, 4, 5, 31, 64, 65, 257, 768};
+#define LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+static int run_s32_sweep(int stride) {
+    int bad = 0, shape = 0;
+    for (size_t a = 0; a < LEN(SWEEP_M); a++)
+        for (size_t b = 0; b < LEN(SWEEP_N); b++)
+            for (size_t c = 0; c < LEN(SWEEP_K); c++, shape++) {
+                if (shape % stride) continue;
+                bad += check_s32_shape(SWEEP_M[a], SWEEP_N[b], SWEEP_K[c], shape % 3 == 0 ? 3 : 0);
+                if (bad) return bad;
+            }
+    return bad;
+}
+
+TEST(accumulators_match_oracle_on_shape_sweep) { CHECK(run_s32_sweep(1) == 0); }
+
+/* K above one pass (kc_max 4096 / 2048) exercises the partial-sum buffer. */
+TEST(accumulators_match_oracle_when_k_is_split_in_passes) {
+    CHECK(check_s32_shape(9, 70, 4099, 1) == 0);
+    CHECK(check_s32_shape(17, 33, 5001, 0) == 0);
+}
+
+/* The +128 trick and the int16 path at their limits, against closed forms. K=1000 keeps
+ * |sum| below 2^24; K=4099 goes beyond, where oneDNN's int32 output is only float-exact (it
+ * passes the accumulators through fp32), which is checked and reported as such. */
+static void check_extremes(int64_t K) {
+    const int64_t M = 9, N = 37;
+    int8_t *A = malloc(M * K), *W = malloc(N * K);
+    int32_t *C = malloc(M * N * 4);
+    float *ws = malloc(N * sizeof(float));
+    for (int64_t n = 0; n < N; n++) ws[n] = 1.0f;
+    const int8_t vals[][2] = {{-128, -128}, {-128, 127}, {127, -128}, {127, 127}};
+    for (size_t v = 0; v < LEN(vals); v++) {
+        memset(A, vals[v][0], M * K);
+        memset(W, vals[v][1], N * K);
+        int32_t want = (int32_t)vals[v][0] * vals[v][1] * (int32_t)K;
+        for (int i = 0; i < b8_qgemm_kernel_count(); i++) {
+            if (!kernel_runs_here(i)) continue;
+            const char *name = b8_qgemm_kernel_name(i);
+            b8_qweight *q = pack(W, N, K, ws, name);
+            CHECK(q != NULL);
+            if (!q) continue;
+            b8_err e;
+            memset(C, 0, M * N * 4);
+            CHECK(b8_qgemm_s32(A, K, M, q, C, N, &e) == BERT8_OK);
+            bool float_exact_only = strcmp(name, "onednn") == 0 && abs(want) > (1 << 24);
+            int wrong = 0;
+            for (int64_t j = 0; j < M * N; j++)
+                wrong += float_exact_only ? C[j] != (int32_t)(float)want : C[j] != want;
+            CHECKF(wrong == 0, "%s K=%lld: A=%d W=%d: %d wrong (C[0]=%d, want %d)", name,
+                   (long long)K, vals[v][0], vals[v][1], wrong, C[0], want);
+            if (float_exact_only && C[0] != want && v == LEN(vals) - 1)
+                printf("  note: onednn int32 output %d for exact %d (rounded through fp32)\n",
+                       C[0], want);
+            b8_qweight_free(q);
+        }
+    }
+    free(A);
+    free(W);
+    free(C);
+    free(ws);
+}
+
+TEST(extreme_values_give_exact_closed_form_sums) {
+    check_extremes(1000);
+    check_extremes(4099);
+}
+
+/* ---- fused epilogues ---- */
+
+typedef struct epi_case {
+    b8_act act;
+    int per_row, bias, residual, s8;
+} epi_case;
+
+static bool bits_equal(const void *a, const void *b, size_t n) { return memcmp(a, b, n) == 0; }
+
+/* Runs one kernel and the oracle with the same epilogue; returns the number of outputs that
+ * differ (bitwise, or by more than tol relative/absolute when tol > 0). */
+static int compare_epilogue(const char *name, int64_t M, int64_t N, int64_t K, epi_case c,
+                            float tol, float *max_err) {
+    int64_t lda = K + 1, ldc = N + 2;
+    int8_t *A = malloc(M * lda), *W = malloc(N * K);
+    float *ws = malloc(N * 4), *bias = malloc(N * 4), *as = malloc(M * 4), *omul = malloc(N * 4);
+    float *res = malloc(M * ldc * 4);
+    float *of_ref = malloc(M * ldc * 4), *of = malloc(M * ldc * 4);
+    int8_t *os_ref = malloc(M * ldc), *os = malloc(M * ldc);
+    fill_s8(A, M * lda);
+    fill_s8(W, N * K);
+    /* Scales put y in roughly [-6, 6]: the interesting range of GELU, and int8 outputs that
+     * both saturate and round. */
+    float acc_scale = 1.0f / (60.0f * sqrtf((float)K) + 1.0f);
+    for (int64_t n = 0; n < N; n++) {
+        ws[n] = acc_scale * rndf(0.5f, 2.0f);
+        bias[n] = rndf(-2.0f, 2.0f);
+        omul[n] = rndf(5.0f, 40.0f);
+    }
+    for (int64_t m = 0; m < M; m++) as[m] = rndf(0.5f, 2.0f);
+    for (int64_t i = 0; i < M * ldc; i++) res[i] = rndf(-3.0f, 3.0f);
+    b8_qepilogue ep = {.a_scale = as,
+                       .a_scale_per_row = c.per_row,
+                       .bias = c.bias ? bias : NULL,
+                       .act = c.act,
+                       .residual = c.residual ? res : NULL,
+                       .ld_res = ldc,
+                       .ldc = ldc,
+                       .out_mul = c.s8 ? omul : NULL};
+    int bad = 0;
+    b8_err e;
+    b8_qweight *qo = pack(W, N, K, ws, ORACLE), *q = pack(W, N, K, ws, name);
+    if (!qo || !q) bad = 1;
+    for (int pass = 0; pass < 2 && !bad; pass++) {
+        memset(of, 0, M * ldc * 4);
+        memset(os, 0, M * ldc);
+        ep.out_f32 = c.s8 ? NULL : (pass ? of : of_ref);
+        ep.out_s8 = c.s8 ? (pass ? os : os_ref) : NULL;
+        if (b8_qgemm(A, lda, M, pass ? q : qo, &ep, &e) != BERT8_OK) {
+            printf("  %s: %s\n", name, e.msg);
+            bad = 1;
+        }
+    }
+    for (int64_t m = 0; m < M && !bad; m++)
+        for (int64_t n = 0; n < N; n++) {
+            size_t i = m * ldc + n;
+            if (c.s8) {
+                int d = abs(os[i] - os_ref[i]);
+                if (d > (tol > 0 ? 1 : 0)) bad++;
+                if (d > *max_err) *max_err = (float)d;
+            } else if (tol > 0) {
+                float d = fabsf(of[i] - of_ref[i]) / (1.0f + fabsf(of_ref[i]));
+                if (!(d <= tol)) bad++;
+                if (d > *max_err) *max_err = d;
+            } else if (!bits_equal(&of[i], &of_ref[i], 4)) {
+                if (bad < 3)
+                    printf("  %s [%lld][%lld]: %.9g, oracle %.9g\n", name, (long long)m,
+                           (long long)n, of[i], of_ref[i]);
+                bad++;
+            }
+        }
+    b8_qweight_free(qo);
+    b8_qweight_free(q);
+    free(A);
+    free(W);
+    free(ws);
+    free(bias);
+    free(as);
+    free(omul);
+    free(res);
+    free(of_ref);
+    free(of);
+    free(os_ref);
+    free(os);
+    return bad;
+}
+
+static int run_epilogue_sweep(const char *name, float tol, float *max_err) {
+    static const int64_t shapes[][3] = {{1, 5, 3}, {7, 17, 31}, {33, 65, 257}, {16, 130, 768}};
+    /* oneDNN creates a primitive per form and shape: two shapes keep its run short. */
+    size_t nshapes = strcmp(name, "onednn") == 0 ? 2 : LEN(shapes);
+    int bad = 0;
+    for (size_t s = 0; s < nshapes; s++)
+        for (int act = B8_ACT_NONE; act <= B8_ACT_RELU; act++)
+            for (int bits = 0; bits < 16; bits++) {
+                epi_case c = {(b8_act)act, bits & 1, (bits >> 1) & 1, (bits >> 2) & 1,
+                              (bits >> 3) & 1};
+                int b = compare_epilogue(name, shapes[s][0], shapes[s][1], shapes[s][2], c, tol,
+                                         max_err);
+                if (b)
+                    printf("  %s M=%lld N=%lld K=%lld act=%d per_row=%d bias=%d residual=%d "
+                           "s8=%d: %d outputs differ\n",
+                           name, (long long)shapes[s][0], (long long)shapes[s][1],
+                           (long long)shapes[s][2], act, c.per_row, c.bias, c.residual, c.s8, b);
+                bad += b;
+            }
+    return bad;
+}
+
+TEST(fused_epilogues_are_bit_exact_for_own_kernels) {
+    for (int i = 0; i < b8_qgemm_kernel_count(); i++) {
+        const char *name = b8_qgemm_kernel_name(i);
+        if (!kernel_runs_here(i) || strcmp(name, "onednn") == 0 || strcmp(name, ORACLE) == 0)
+            continue;
+        float max_err = 0;
+        CHECKF(run_epilogue_sweep(name, 0.0f, &max_err) == 0, "%s", name);
+    }
+}
+
+/* oneDNN adds the bias and applies GELU with its own op order: fp32 within 1e-5 relative to
+ * (1 + |y|), int8 within one step. Its int32 results are checked exactly by the sweeps. */
+TEST(onednn_fused_outputs_within_tolerance) {
+    int i = 0;
+    while (i < b8_qgemm_kernel_count() && strcmp(b8_qgemm_kernel_name(i), "onednn") != 0) i++;
+    if (i == b8_qgemm_kernel_count() || !kernel_runs_here(i)) {
+        printf("  skipped: onednn needs %s\n", b8_isa_name(b8_qgemm_kernel_isa(i)));
+        return;
+    }
+    float max_err = 0;
+    CHECK(run_epilogue_sweep("onednn", 1e-5f, &max_err) == 0);
+    printf("  onednn max deviation %.3g\n", max_err);
+}
+
+/* ---- epilogue math twins ---- */
+
+static B8_T512 void v16_apply(int which, const float *x, float *y, int64_t n) {
+    for (int64_t i = 0; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_loadu_ps(x + i);
+        __m512 r = which == 0   ? b8_v16_exp(v)
+                   : which == 1 ? b8_v16_erf(v)
+                   : which == 2 ? b8_v16_gelu(v)
+                                : b8_v16_gelu_tanh(v);
+        _mm512_storeu_ps(y + i, r);
+    }
+}
+static B8_T256 void v8_apply(int which, const float *x, float *y, int64_t n) {
+    for (int64_t i = 0; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        __m256 r = which == 0   ? b8_v8_exp(v)
+                   : which == 1 ? b8_v8_erf(v)
+                   : which == 2 ? b8_v8_gelu(v)
+                                : b8_v8_gelu_tanh(v);
+        _mm256_storeu_ps(y + i, r);
+    }
+}
+
+TEST(simd_math_matches_scalar_twin_bit_for_bit) {
+    const int64_t n = 1 << 20;
+    float *x = malloc(n * 4), *ys = malloc(n * 4), *yv = malloc(n * 4);
+    /* Dense over [-12, 12] plus specials. */
+    for (int64_t i = 0; i < n; i++) x[i] = -12.0f + 24.0f * (float)i / (float)n;
+    const float special[] = {0.0f, -0.0f, 0.9f, -0.9f, 3.92f, -3.92f, 88.0f, -87.0f, 1e-30f,
+                             -1e-30f, FLT_MAX, -FLT_MAX, INFINITY, -INFINITY, 100.0f, -100.0f};
+    memcpy(x, special, sizeof special);
+    float (*const scalar[4])(float) = {b8_vm_exp, b8_vm_erf, b8_vm_gelu, b8_vm_gelu_tanh};
+    const char *names[4] = {"exp", "erf", "gelu", "gelu_tanh"};
+    for (int w = 0; w < 4; w++) {
+        for (int64_t i = 0; i < n; i++) ys[i] = scalar[w](x[i]);
+        for (int isa = 0; isa < 2; isa++) {
+            if (!b8_cpu_allows(isa ? B8_ISA_AVX512 : B8_ISA_AVX2)) continue;
+            if (isa) v16_apply(w, x, yv, n);
+            else v8_apply(w, x, yv, n);
+            int64_t diff = 0, first = -1;
+            for (int64_t i = 0; i < n; i++)
+                if (!bits_equal(&ys[i], &yv[i], 4)) {
+                    if (first < 0) first = i;
+                    diff++;
+                }
+            CHECKF(diff == 0, "%s %s: %lld differ, first x=%.9g scalar %.9g simd %.9g",
+                   names[w], isa ? "avx512" : "avx2", (long long)diff, first >= 0 ? x[first] : 0,
+                   first >= 0 ? ys[first] : 0, first >= 0 ? yv[first] : 0);
+        }
+    }
+    free(x);
+    free(ys);
+    free(yv);
+}
+
+TEST(epilogue_math_accuracy_against_libm) {
+    double worst_exp = 0, worst_erf = 0, worst_gelu = 0, worst_gt = 0;
+    for (float x = -87.0f; x < 88.0f; x += 0.00731f) {
+        double r = exp((double)x);
+        worst_exp = fmax(worst_exp, fabs(b8_vm_exp(x) - r) / r);
+    }
+    for (float x = -6.0f; x < 6.0f; x += 0.000173f) {
+        double r = erf((double)x);
+        if (r != 0) worst_erf = fmax(worst_erf, fabs(b8_vm_erf(x) - r) / fabs(r));
+        double g = 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+        worst_gelu = fmax(worst_gelu, fabs(b8_vm_gelu(x) - g) / (1.0 + fabs(g)));
+        double u = sqrt(2.0 / M_PI) * (x + 0.044715 * (double)x * x * x);
+        double gt = 0.5 * x * (1.0 + tanh(u));
+        worst_gt = fmax(worst_gt, fabs(b8_vm_gelu_tanh(x) - gt) / (1.0 + fabs(gt)));
+    }
+    printf("  max error: exp %.3g rel, erf %.3g rel, gelu %.3g, gelu_tanh %.3g (rel to 1+|y|)\n",
+           worst_exp, worst_erf, worst_gelu, worst_gt);
+    CHECK(worst_exp < 2e-7);
+    CHECK(worst_erf < 2.5e-7);
+    CHECK(worst_gelu < 2e-7);
+    CHECK(worst_gt < 2e-7);
+    CHECK(b8_vm_erf(10.0f) == 1.0f && b8_vm_erf(-10.0f) == -1.0f);
+    CHECK(b8_vm_gelu(-20.0f) == 0.0f && b8_vm_gelu(20.0f) == 20.0f);
+    CHECK(b8_vm_relu(-1.0f) == 0.0f && b8_vm_relu(2.5f) == 2.5f);
+}
+
+/* ---- threads, selection, errors ---- */
+
+TEST(results_do_not_depend_on_thread_count) {
+    const int64_t M = 100, N = 130, K = 257;
+    int8_t *A = malloc(M * K), *W = malloc(N * K);
+    float *ws = malloc(N * 4), as = 0.01f, *o1 = malloc(M * N * 4), *o2 = malloc(M * N * 4);
+    fill_s8(A, M * K);
+    fill_s8(W, N * K);
+    for (int64_t n = 0; n < N; n++) ws[n] = 0.02f;
+    b8_qweight *q = pack(W, N, K, ws, NULL);
+    CHECK(q != NULL);
+    int saved = omp_get_max_threads();
+    b8_qepilogue ep = {.a_scale = &as, .act = B8_ACT_GELU, .ldc = N};
+    b8_err e;
+    omp_set_num_threads(1);
+    ep.out_f32 = o1;
+    CHECK(q && b8_qgemm(A, K, M, q, &ep, &e) == BERT8_OK);
+    omp_set_num_threads(3);
+    ep.out_f32 = o2;
+    CHECK(q && b8_qgemm(A, K, M, q, &ep, &e) == BERT8_OK);
+    omp_set_num_threads(saved);
+    CHECK(bits_equal(o1, o2, M * N * 4));
+    b8_qweight_free(q);
+    free(A);
+    free(W);
+    free(ws);
+    free(o1);
+    free(o2);
+}
+
+TEST(bad_arguments_are_reported) {
+    int8_t w[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, a[4] = {1, 1, 1, 1};
+    float ws[3] = {1, 1, 1}, as = 1, out[3], omul[3] = {1, 1, 1};
+    int8_t out8[3];
+    b8_qweight *q = NULL;
+    b8_err e;
+    b8_err_clear(&e);
+    CHECK(b8_qweight_pack(NULL, 3, 4, ws, NULL, &q, &e) == BERT8_ERR_INVALID_ARG && !q);
+    CHECK(b8_qweight_pack(w, 0, 4, ws, NULL, &q, &e) == BERT8_ERR_SHAPE);
+    CHECK(b8_qweight_pack(w, 3, 70000, ws, NULL, &q, &e) == BERT8_ERR_UNSUPPORTED);
+    CHECK(b8_qweight_pack(w, 3, 4, ws, "no_such_kernel", &q, &e) == BERT8_ERR_INVALID_ARG);
+    CHECK(strstr(e.msg, "no_such_kernel") != NULL);
+    CHECK(b8_qweight_pack(w, 3, 4, ws, NULL, &q, &e) == BERT8_OK && q);
+    b8_qepilogue ep = {.a_scale = &as, .out_f32 = out, .ldc = 3};
+    CHECK(b8_qgemm(a, 4, 1, q, &ep, &e) == BERT8_OK);
+    CHECK(out[0] == 10.0f && out[1] == 26.0f && out[2] == 42.0f);
+    CHECK(b8_qgemm(a, 3, 1, q, &ep, &e) == BERT8_ERR_INVALID_ARG); /* lda < K */
+    CHECK(b8_qgemm(NULL, 4, 1, q, &ep, &e) == BERT8_ERR_INVALID_ARG);
+    CHECK(b8_qgemm(a, 4, 0, q, &ep, &e) == BERT8_OK); /* nothing to do */
+    ep.out_s8 = out8;
+    ep.out_mul = omul;
+    CHECK(b8_qgemm(a, 4, 1, q, &ep, &e) == BERT8_ERR_INVALID_ARG); /* two outputs */
+    ep.out_f32 = NULL;
+    CHECK(b8_qgemm(a, 4, 1, q, &ep, &e) == BERT8_OK);
+    CHECK(out8[0] == 10 && out8[1] == 26 && out8[2] == 42);
+    ep.out_mul = NULL;
+    CHECK(b8_qgemm(a, 4, 1, q, &ep, &e) == BERT8_ERR_INVALID_ARG);
+    ep.out_mul = omul;
+    ep.ldc = 2;
+    CHECK(b8_qgemm(a, 4, 1, q, &ep, &e) == BERT8_ERR_INVALID_ARG);
+    ep.ldc = 3;
+    ep.a_scale = NULL;
+    CHECK(b8_qgemm(a, 4, 1, q, &ep, &e) == BERT8_ERR_INVALID_ARG);
+    CHECK(b8_qgemm(a, 4, 1, NULL, &ep, &e) == BERT8_ERR_INVALID_ARG);
+    int32_t c32[3];
+    CHECK(b8_qgemm_s32(a, 4, 1, q, c32, 2, &e) == BERT8_ERR_INVALID_ARG);
+    CHECK(b8_qgemm_s32(a, 4, 1, q, c32, 3, &e) == BERT8_OK && c32[2] == 42);
+    b8_qweight_free(q);
+    b8_qweight_free(NULL);
+}
+
+/* The auto choice never needs more than the level allows, and forcing such a kernel fails. */
+static int check_selection_rules(void) {
+    int bad = 0;
+    int8_t w[64];
+    float ws[4] = {1, 1, 1, 1};
+    fill_s8(w, sizeof w);
+    b8_qweight *q = pack(w, 4, 16, ws, NULL);
+    if (!q) return 1;
+    for (int i = 0; i < b8_qgemm_kernel_count(); i++)
+        if (strcmp(b8_qgemm_kernel_name(i), b8_qweight_kernel_name(q)) == 0 &&
+            b8_qgemm_kernel_isa(i) > b8_cpu_level()) {
+            printf("  auto-selected %s needs %s above level %s\n", b8_qweight_kernel_name(q),
+                   b8_isa_name(b8_qgemm_kernel_isa(i)), b8_isa_name(b8_cpu_level()));
+            bad++;
+        }
+    if (b8_cpu_level() < B8_ISA_AVX512 && strstr(b8_qweight_kernel_name(q), "avx512")) bad++;
+    b8_qweight_free(q);
+    for (int i = 0; i < b8_qgemm_kernel_count(); i++) {
+        b8_qweight *f = NULL;
+        b8_err e;
+        b8_err_clear(&e);
+        bert8_status st = b8_qweight_pack(w, 4, 16, ws, b8_qgemm_kernel_name(i), &f, &e);
+        if (kernel_runs_here(i)) {
+            if (st != BERT8_OK) {
+                printf("  %s refused at level %s: %s\n", b8_qgemm_kernel_name(i),
+                       b8_isa_name(b8_cpu_level()), e.msg);
+                bad++;
+            }
+        } else if (st != BERT8_ERR_UNSUPPORTED || f || !strstr(e.msg, "needs")) {
+            printf("  %s not refused at level %s\n", b8_qgemm_kernel_name(i),
+                   b8_isa_name(b8_cpu_level()));
+            bad++;
+        }
+        b8_qweight_free(f);
+    }
+    return bad;
+}
+
+TEST(selection_respects_level_and_refuses_kernels_the_cpu_cannot_run) {
+    CHECK(check_selection_rules() == 0);
+}
+
+/* Under every cap the CPU can honour: the selection rules, a reduced s32 sweep and the fused
+ * epilogues of the kernels that cap allows, in a child process. */
+static int cap_child(void) {
+    int bad = check_selection_rules();
+    bad += run_s32_sweep(7);
+    bad += check_s32_shape(5, 40, 4099, 0);
+    for (int i = 0; i < b8_qgemm_kernel_count(); i++) {
+        const char *name = b8_qgemm_kernel_name(i);
+        if (!kernel_runs_here(i) || strcmp(name, ORACLE) == 0 || strcmp(name, "onednn") == 0)
+            continue;
+        float max_err = 0;
+        bad += compare_epilogue(name, 13, 70, 100, (epi_case){B8_ACT_GELU, 1, 1, 1, 0}, 0, &max_err);
+        bad += compare_epilogue(name, 13, 70, 100, (epi_case){B8_ACT_GELU_TANH, 0, 1, 0, 1}, 0,
+                                &max_err);
+    }
+    printf("  cap %s: level %s, %d failure(s)\n", getenv("BERT8_MAX_ISA"),
+           b8_isa_name(b8_cpu_level()), bad);
+    return bad ? 1 : 0;
+}
+
+static int invalid_cap_child(void) {
+    int8_t w[16] = {0};
+    float ws[4] = {1, 1, 1, 1};
+    b8_qweight *q = NULL;
+    b8_err e;
+    b8_err_clear(&e);
+    bert8_status st = b8_qweight_pack(w, 4, 4, ws, NULL, &q, &e);
+    printf("  pack under BERT8_MAX_ISA=%s: %s\n", getenv("BERT8_MAX_ISA"), e.msg);
+    return st == BERT8_ERR_INVALID_ARG && !q && strstr(e.msg, "BERT8_MAX_ISA") ? 0 : 1;
+}
+
+TEST(every_isa_cap_runs_the_kernels_it_allows) {
+    const b8_cpu *c = b8_cpu_get();
+    for (int i = 0; i <= (int)c->hw_level && i < B8_ISA_COUNT; i++) {
+        int rc = tcpu_spawn_with_cap(b8_isa_name((b8_isa)i), "--cap-child");
+        CHECKF(rc == 0, "cap %s: child exit %d", b8_isa_name((b8_isa)i), rc);
+    }
+}
+
+TEST(invalid_max_isa_is_reported_by_pack) {
+    CHECK(tcpu_spawn_with_cap("avx512vnni", "--invalid-cap-child") == 0);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--cap-child") == 0) return cap_child();
+    if (argc > 1 && strcmp(argv[1], "--invalid-cap-child") == 0) return invalid_cap_child();
+    printf("  level %s; kernels:", b8_isa_name(b8_cpu_level()));
+    for (int i = 0; i < b8_qgemm_kernel_count(); i++)
+        printf(" %s%s", b8_qgemm_kernel_name(i), kernel_runs_here(i) ? "" : "(n/a)");
+    printf("\n");
+    RUN(bad_arguments_are_reported);
+    RUN(epilogue_math_accuracy_against_libm);
+    RUN(simd_math_matches_scalar_twin_bit_for_bit);
+    RUN(accumulators_match_oracle_on_shape_sweep);
+    RUN(accumulators_match_oracle_when_k_is_split_in_passes);
+    RUN(extreme_values_give_exact_closed_form_sums);
+    RUN(fused_epilogues_are_bit_exact_for_own_kernels);
+    RUN(onednn_fused_outputs_within_tolerance);
+    RUN(results_do_not_depend_on_thread_count);
+    RUN(selection_respects_level_and_refuses_kernels_the_cpu_cannot_run);
+    RUN(every_isa_cap_runs_the_kernels_it_allows);
+    RUN(invalid_max_isa_is_reported_by_pack);
+    return tu_finish();
+}
