@@ -164,6 +164,68 @@ bert8_status bert8_model_save(const bert8_model *model, const char *out_dir, cha
 /* The model folder a model was loaded from (or, for a quantized model, derived from). */
 const char *bert8_model_dir(const bert8_model *model);
 
+/* ---- Tokenizers (text -> ids), exact Hugging Face parity ------------------------------ */
+
+/* WordPiece (BERT, DistilBERT) or SentencePiece Unigram (XLM-R), loaded from a model folder.
+ * Immutable after load: share it across threads. */
+typedef struct bert8_tokenizer bert8_tokenizer;
+
+bert8_status bert8_tokenizer_load(const char *dir, bert8_tokenizer **out, char *err, size_t err_len);
+void bert8_tokenizer_free(bert8_tokenizer *t); /* NULL is a no-op */
+
+typedef enum bert8_special_token {
+    BERT8_TOKEN_UNK, BERT8_TOKEN_CLS, BERT8_TOKEN_SEP, BERT8_TOKEN_PAD, BERT8_TOKEN_MASK
+} bert8_special_token;
+/* id of a special token, -1 when the vocabulary has none */
+int32_t bert8_tokenizer_special_id(const bert8_tokenizer *t, bert8_special_token which);
+/* token string of an id (owned by t), NULL when out of range */
+const char *bert8_tokenizer_id_to_token(const bert8_tokenizer *t, int32_t id);
+int64_t bert8_tokenizer_vocab_size(const bert8_tokenizer *t);
+int64_t bert8_tokenizer_model_max_length(const bert8_tokenizer *t);
+
+typedef enum bert8_truncation {
+    BERT8_TRUNCATE_NONE,
+    BERT8_TRUNCATE_LONGEST_FIRST,
+    BERT8_TRUNCATE_ONLY_FIRST,
+    BERT8_TRUNCATE_ONLY_SECOND
+} bert8_truncation;
+
+typedef struct bert8_encode_params {
+    int add_special_tokens;     /* [CLS] a [SEP] b [SEP] / <s> a </s></s> b </s> */
+    bert8_truncation truncation;
+    int64_t max_length;         /* 0: the tokenizer's model_max_length */
+    int return_overflow;        /* long inputs become several rows (windows) ... */
+    int64_t stride;             /* ... overlapping by this many tokens */
+    int pad_to_max_length;      /* 0: pad to the longest row */
+} bert8_encode_params;
+
+bert8_encode_params bert8_default_encode_params(void);
+
+/* Encoded rows [rows][seq], padded; owned by the encoding (free with bert8_encoding_free).
+ * offsets are byte [start, end) into the token's own text (sequence_ids says which). */
+typedef struct bert8_encoding {
+    int64_t rows, seq;
+    const int32_t *input_ids, *attention_mask, *token_type_ids;
+    const int32_t *special_mask;  /* 1 for template tokens and padding */
+    const int32_t *sequence_ids;  /* 0 text, 1 pair, -1 special/padding */
+    const int32_t *word_ids;      /* word index within its sequence, -1 special/padding */
+    const int64_t *offsets;       /* [rows*seq][2] */
+    const int64_t *lengths;       /* [rows] real tokens per row */
+    const int64_t *row_input;     /* [rows] which input a row came from */
+    const int64_t *row_window;    /* [rows] overflow window index */
+    void *priv;
+} bert8_encoding;
+
+/* Encodes n texts (pairs may be NULL, or hold NULL entries for single texts). Invalid UTF-8
+ * fails with BERT8_ERR_ENCODING naming the byte offset. */
+bert8_status bert8_encode(const bert8_tokenizer *t, int64_t n, const char *const *texts,
+                          const char *const *pairs, const bert8_encode_params *params,
+                          bert8_encoding *out, char *err, size_t err_len);
+void bert8_encoding_free(bert8_encoding *enc); /* NULL is a no-op */
+
+/* A batch view of rows [row0, row0+n) of an encoding, for bert8_forward. */
+bert8_batch bert8_encoding_batch(const bert8_encoding *enc, int64_t row0, int64_t n);
+
 #ifdef __cplusplus
 }
 #endif

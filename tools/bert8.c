@@ -5,6 +5,14 @@
 
 int cmd_info(int argc, char **argv);
 int cmd_forward(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_classify(int argc, char **argv);
+int cmd_embed(int argc, char **argv);
+int cmd_qa(int argc, char **argv);
+int cmd_ner(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 typedef struct command {
     const char *name;
@@ -16,6 +24,17 @@ static const command COMMANDS[] = {
     {"info", cmd_info, "info MODEL_DIR [--json]                  architecture, sizes, heads, tensors"},
     {"forward", cmd_forward,
      "forward MODEL_DIR --input FILE.json [--threads N]   token ids in, outputs out (JSON)"},
+    {"tokenize", cmd_tokenize, "tokenize MODEL_DIR < lines                 text -> ids, tokens, offsets (JSON lines)"},
+    {"classify", cmd_classify, "classify MODEL_DIR < lines                 sequence classification (JSON lines)"},
+    {"embed", cmd_embed, "embed MODEL_DIR [--pooling cls|mean] [--normalize] < lines   sentence embeddings"},
+    {"qa", cmd_qa, "qa MODEL_DIR < lines                       extractive question answering"},
+    {"ner", cmd_ner, "ner MODEL_DIR < lines                      token classification, word-level"},
+    {"eval", cmd_eval, "eval MODEL_DIR --task T --data PATH [--limit N] [--json]   accuracy on a data set"},
+    {"quantize", cmd_quantize,
+     "quantize MODEL_DIR -o OUT_DIR --calib FILE [--samples N] [--alpha A|auto] [--scheme static|dynamic] "
+     "[--keep-fp32 PATTERN]"},
+    {"bench", cmd_bench,
+     "bench MODEL_DIR [--batch B] [--seq S] [--threads T] [--scheme static|dynamic] [--calib FILE] [--json]"},
 };
 
 static void usage(FILE *f) {
