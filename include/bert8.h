@@ -132,6 +132,23 @@ typedef struct bert8_outputs {
 
 bert8_status bert8_forward(bert8_session *s, const bert8_batch *batch, bert8_outputs *out);
 
+/* Time per operation of the forward pass, summed over calls while profiling is on. */
+typedef enum bert8_op {
+    BERT8_OP_EMBED,      /* embeddings + their LayerNorm */
+    BERT8_OP_QKV,        /* the Q, K, V projection */
+    BERT8_OP_ATTENTION,  /* scores, softmax, context */
+    BERT8_OP_ATTN_OUT,   /* attention output projection (+ residual) */
+    BERT8_OP_FFN_IN,     /* FFN first Linear (+ activation) */
+    BERT8_OP_FFN_OUT,    /* FFN second Linear (+ residual) */
+    BERT8_OP_NORM,       /* encoder LayerNorms (and their fused int8 output) */
+    BERT8_OP_QUANTIZE,   /* stand-alone activation quantization */
+    BERT8_OP_HEAD,       /* pooler and task head */
+    BERT8_OP_COUNT
+} bert8_op;
+const char *bert8_op_name(bert8_op op);
+void bert8_session_set_profiling(bert8_session *s, int on); /* turning it on clears the sums */
+void bert8_session_get_profile(const bert8_session *s, double seconds[BERT8_OP_COUNT]);
+
 /* ---- INT8 quantization (SmoothQuant W8A8) -------------------------------------------- */
 
 typedef enum bert8_scheme {

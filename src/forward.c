@@ -47,10 +47,38 @@ void bert8_session_free(bert8_session *s) {
 
 const char *bert8_session_last_error(const bert8_session *s) { return s ? s->err.msg : "no session"; }
 
+static inline double prof_start(const bert8_session *s) { return s->profiling ? omp_get_wtime() : 0.0; }
+/* Charges the time since *t to op and restarts the clock. */
+static inline void prof_mark(bert8_session *s, bert8_op op, double *t) {
+    if (!s->profiling) return;
+    double n = omp_get_wtime();
+    s->prof[op] += n - *t;
+    *t = n;
+}
+
+const char *bert8_op_name(bert8_op op) {
+    static const char *const names[BERT8_OP_COUNT] = {"embed", "qkv", "attention", "attn_out", "ffn_in",
+                                                      "ffn_out", "layernorm", "quantize", "head"};
+    return (unsigned)op < BERT8_OP_COUNT ? names[op] : "?";
+}
+
+void bert8_session_set_profiling(bert8_session *s, int on) {
+    if (!s) return;
+    s->profiling = on;
+    if (on) memset(s->prof, 0, sizeof s->prof);
+}
+
+void bert8_session_get_profile(const bert8_session *s, double seconds[BERT8_OP_COUNT]) {
+    for (int i = 0; i < BERT8_OP_COUNT; i++) seconds[i] = s ? s->prof[i] : 0.0;
+}
+
+/* Work below this many elements runs on the calling thread: waking the pool costs more. */
+#define B8_PAR_MIN ((int64_t)1 << 15)
+
 /* Row-parallel application of a row kernel over the pool. */
 static void layernorm_par(float *x, int64_t rows, int64_t n, const float *g, const float *b, float eps) {
     b8_layernorm_fn ln = b8_layernorm_rows_best();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * n >= B8_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) ln(x + r * n, x + r * n, 1, n, g, b, eps);
 }
 
@@ -65,7 +93,7 @@ static void layernorm_next(bert8_session *s, int64_t rows, int64_t n, const floa
     b8_layernorm_q_fn lnq = b8_layernorm_q_rows_best();
     float *x = s->x.p;
     int8_t *q = s->xq.p;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * n >= B8_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) lnq(x + r * n, x + r * n, q + r * n, 1, n, g, b, qg, qb, eps);
 }
 
@@ -126,7 +154,7 @@ static void embed(bert8_session *s, const bert8_batch *bt) {
     const int64_t H = c->hidden_size, B = bt->batch, T = bt->seq;
     const int32_t pad = (int32_t)c->pad_token_id;
     const bool xlmr = c->arch == BERT8_ARCH_XLMR;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (B * T * H >= B8_PAR_MIN)
     for (int64_t b = 0; b < B; b++) {
         int64_t count = 0; /* XLM-R: running count of non-pad ids */
         for (int64_t t = 0; t < T; t++) {
@@ -161,17 +189,20 @@ static bert8_status attention(bert8_session *s, const bert8_batch *bt, const b8_
     float *x = s->x.p, *qkv = s->qkv.p, *scores = s->scores.p, *ctx = s->ctx.p;
     b8_err *e = &s->err;
     bert8_status st;
+    double t = prof_start(s);
     if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_QKV, x, B * T, H, bt->attention_mask);
     if (ly->qkv_q) {
         const b8_qlinear *q = ly->qkv_q;
         bool dyn = m->scheme == BERT8_SCHEME_DYNAMIC;
         if (dyn) quantize_input(q, m->scheme, x, B * T, s->xq.p, s->rowscale.p);
+        prof_mark(s, BERT8_OP_QUANTIZE, &t);
         b8_qepilogue ep = {dyn ? s->rowscale.p : &q->a_scale, dyn, q->bias, B8_ACT_NONE, NULL, 0,
                            qkv, 3 * H, NULL, NULL};
         if ((st = b8_qgemm(s->xq.p, H, B * T, q->packed, &ep, e))) return st;
     } else if ((st = b8_sgemm(ly->qkv, x, H, B * T, qkv, 3 * H, B8_POST_NONE, false, e))) {
         return st;
     }
+    prof_mark(s, BERT8_OP_QKV, &t);
     const float alpha = 1.0f / sqrtf((float)d);
     const b8_mask_mode mode = c->arch == BERT8_ARCH_DISTILBERT ? B8_MASK_REPLACE_MIN : B8_MASK_ADD_MIN;
     b8_softmax_fn softmax = b8_softmax_rows_best();
@@ -184,7 +215,7 @@ static bert8_status attention(bert8_session *s, const bert8_batch *bt, const b8_
         b8_view4 kt = {base + H, T * 3 * H, d, 1, 3 * H};
         if ((st = b8_bmm(nb, A, T, T, d, alpha, q, kt, scores, per_b, T * T, T, e))) return st;
         const int32_t *mask = bt->attention_mask;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (nb * A * T * T >= B8_PAR_MIN)
         for (int64_t r = 0; r < nb * A; r++) {
             int64_t b = b0 + r / A;
             softmax(scores + r * T * T, T, T, mask ? mask + b * T : NULL, mode);
@@ -193,19 +224,23 @@ static bert8_status attention(bert8_session *s, const bert8_batch *bt, const b8_
         b8_view4 v = {base + 2 * H, T * 3 * H, d, 3 * H, 1};
         if ((st = b8_bmm(nb, A, T, d, T, 1.0f, p, v, ctx + b0 * T * H, T * H, d, H, e))) return st;
     }
+    prof_mark(s, BERT8_OP_ATTENTION, &t);
     if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_ATTN_OUT, ctx, B * T, H, bt->attention_mask);
     /* x = LN(x + ctx Wo^T + bo): the residual is the matmul's accumulate post-op. */
     if (ly->attn_out_q) {
         const b8_qlinear *q = ly->attn_out_q;
         bool dyn = m->scheme == BERT8_SCHEME_DYNAMIC;
         quantize_input(q, m->scheme, ctx, B * T, s->xq.p, s->rowscale.p);
+        prof_mark(s, BERT8_OP_QUANTIZE, &t);
         b8_qepilogue ep = {dyn ? s->rowscale.p : &q->a_scale, dyn, q->bias, B8_ACT_NONE, x, H,
                            x, H, NULL, NULL};
         if ((st = b8_qgemm(s->xq.p, H, B * T, q->packed, &ep, e))) return st;
     } else if ((st = b8_sgemm(ly->attn_out.f32, ctx, H, B * T, x, H, B8_POST_NONE, true, e))) {
         return st;
     }
+    prof_mark(s, BERT8_OP_ATTN_OUT, &t);
     layernorm_next(s, B * T, H, ly->ln1_g, ly->ln1_b, c->layer_norm_eps, ly->ffn_qg, ly->ffn_qb);
+    prof_mark(s, BERT8_OP_NORM, &t);
     return BERT8_OK;
 }
 
@@ -225,12 +260,14 @@ static bert8_status ffn(bert8_session *s, const bert8_batch *bt, const b8_layer 
     float *x = s->x.p, *h = s->ffn.p;
     b8_err *e = &s->err;
     bert8_status st;
+    double t = prof_start(s);
     if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_IN, x, M, H, bt->attention_mask);
     /* static INT8 end to end: FFN-in -> GELU -> int8 -> FFN-out never leaves int8 */
     bool fused_h = ly->ffn_in_q && ly->ffn_out_q && !dyn;
     if (ly->ffn_in_q) {
         const b8_qlinear *q = ly->ffn_in_q;
         if (dyn) quantize_input(q, m->scheme, x, M, s->xq.p, s->rowscale.p);
+        prof_mark(s, BERT8_OP_QUANTIZE, &t);
         b8_qepilogue ep = {dyn ? s->rowscale.p : &q->a_scale, dyn, q->bias, qact(c), NULL, 0,
                            fused_h ? NULL : h, I, fused_h ? s->hq.p : NULL,
                            fused_h ? ly->ffn_out_q->in_mul : NULL};
@@ -238,19 +275,23 @@ static bert8_status ffn(bert8_session *s, const bert8_batch *bt, const b8_layer 
     } else if ((st = b8_sgemm(ly->ffn_in.f32, x, H, M, h, I, hidden_post(c), false, e))) {
         return st;
     }
+    prof_mark(s, BERT8_OP_FFN_IN, &t);
     if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_OUT, h, M, I, bt->attention_mask);
     if (ly->ffn_out_q) {
         const b8_qlinear *q = ly->ffn_out_q;
         if (!fused_h) quantize_input(q, m->scheme, h, M, s->hq.p, s->rowscale2.p);
+        prof_mark(s, BERT8_OP_QUANTIZE, &t);
         b8_qepilogue ep = {dyn ? s->rowscale2.p : &q->a_scale, dyn, q->bias, B8_ACT_NONE, x, H,
                            x, H, NULL, NULL};
         if ((st = b8_qgemm(s->hq.p, I, M, q->packed, &ep, e))) return st;
     } else if ((st = b8_sgemm(ly->ffn_out.f32, h, I, M, x, H, B8_POST_NONE, true, e))) {
         return st;
     }
+    prof_mark(s, BERT8_OP_FFN_OUT, &t);
     const b8_layer *next = layer + 1 < c->num_layers ? ly + 1 : NULL;
     layernorm_next(s, M, H, ly->ln2_g, ly->ln2_b, c->layer_norm_eps, next ? next->qkv_qg : NULL,
                    next ? next->qkv_qb : NULL);
+    prof_mark(s, BERT8_OP_NORM, &t);
     return BERT8_OK;
 }
 
@@ -347,12 +388,16 @@ bert8_status bert8_forward(bert8_session *s, const bert8_batch *bt, bert8_output
          (st = b8_buf_reserve(&s->rowscale, (size_t)M, sizeof(float), e)) ||
          (st = b8_buf_reserve(&s->rowscale2, (size_t)M, sizeof(float), e))))
         return st;
+    double t = prof_start(s);
     embed(s, bt);
+    prof_mark(s, BERT8_OP_EMBED, &t);
     for (int64_t l = 0; l < c->num_layers; l++) {
         if ((st = attention(s, bt, &m->layers[l], l)) || (st = ffn(s, bt, &m->layers[l], l)))
             return b8_wrap(e, "layer %lld", (long long)l);
     }
+    t = prof_start(s);
     if ((st = heads(s, bt))) return st;
+    prof_mark(s, BERT8_OP_HEAD, &t);
     if (out) *out = s->out;
     return BERT8_OK;
 }

@@ -25,6 +25,8 @@ struct bert8_session {
     b8_buf xq, hq, rowscale, rowscale2;
     b8_buf x, qkv, scores, ctx, ffn, first, pooled, tmp, logits, start, end, ids;
     bert8_outputs out;
+    int profiling;
+    double prof[BERT8_OP_COUNT];
 };
 
 /* Grows buf to at least `count * size` bytes (64-byte aligned); contents are not kept. */

@@ -320,7 +320,7 @@ b8_layernorm_q_fn b8_layernorm_q_rows_best(void) {
 void b8_quantize_rows_static(const float *x, int64_t rows, int64_t n, const float *mul, int8_t *q) {
     void (*f)(const float *, int64_t, int64_t, const float *, int8_t *) =
         rowops_avx512_ok() ? b8_quantize_rows_static__avx512 : b8_quantize_rows_static__scalar;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * n >= ((int64_t)1 << 15))
     for (int64_t r = 0; r < rows; r++) f(x + r * n, 1, n, mul, q + r * n);
 }
 
@@ -328,6 +328,6 @@ void b8_quantize_rows_dynamic(const float *x, int64_t rows, int64_t n, const flo
                               float *scale) {
     void (*f)(const float *, int64_t, int64_t, const float *, int8_t *, float *) =
         rowops_avx512_ok() ? b8_quantize_rows_dynamic__avx512 : b8_quantize_rows_dynamic__scalar;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * n >= ((int64_t)1 << 15))
     for (int64_t r = 0; r < rows; r++) f(x + r * n, 1, n, mul, q + r * n, scale + r);
 }
