@@ -222,8 +222,99 @@ TEST(quantized_folder_roundtrips) {
     roundtrip("bert_legacy_names", BERT8_SCHEME_STATIC);
 }
 
+/* ---- corrupted quantized folders ---- */
+#include "safetensors.h"
+
+typedef enum { CORRUPT_DROP, CORRUPT_ZERO, CORRUPT_NAN, CORRUPT_INF, CORRUPT_SHAPE } corruption;
+
+/* Copies folder src to dst with tensor `name` dropped or damaged. */
+static void corrupt_copy(const char *src, const char *dst, const char *name, corruption how) {
+    char path[1024], cmd[2100];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s' '%s'", dst, src, dst);
+    CHECK(system(cmd) == 0);
+    snprintf(path, sizeof path, "%s/model.safetensors", src);
+    b8_st *st = NULL;
+    b8_err e;
+    CHECK(b8_st_open(path, &st, &e) == BERT8_OK);
+    if (!st) return;
+    size_t n = b8_st_count(st), k = 0;
+    b8_st_write_item *items = calloc(n, sizeof *items);
+    float *bad = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const b8_st_tensor *t = b8_st_at(st, i);
+        b8_st_write_item it = {t->name, t->dtype, t->ndim, {0}, t->data};
+        for (int d = 0; d < t->ndim; d++) it.shape[d] = t->shape[d];
+        if (!strcmp(t->name, name)) {
+            if (how == CORRUPT_DROP) continue;
+            size_t cnt = b8_st_numel(t);
+            bad = malloc(cnt * sizeof(float));
+            memcpy(bad, t->data, cnt * sizeof(float));
+            bad[cnt / 2] = how == CORRUPT_ZERO ? 0.0f : how == CORRUPT_NAN ? NAN : INFINITY;
+            if (how == CORRUPT_SHAPE) it.shape[0] = (int64_t)cnt - 1;
+            it.data = bad;
+        }
+        items[k++] = it;
+    }
+    snprintf(path, sizeof path, "%s/model.safetensors", dst);
+    CHECKF(b8_st_write(path, items, k, NULL, &e) == BERT8_OK, "%s", e.msg);
+    free(bad);
+    free(items);
+    b8_st_close(st);
+}
+
+static void expect_rejected(const char *dir, const char *needle, const char *what) {
+    char err[1024] = "";
+    bert8_model *m = NULL;
+    bert8_status st = bert8_model_load(dir, NULL, &m, err, sizeof err);
+    CHECKF(st != BERT8_OK, "%s: a corrupted quantized folder loaded", what);
+    CHECKF(strstr(err, needle) != NULL, "%s: message \"%s\" does not name \"%s\"", what, err, needle);
+    bert8_model_free(m);
+}
+
+TEST(corrupted_quantized_files_rejected) {
+    char rel[256], err[1024], good[512], bad[512];
+    snprintf(rel, sizeof rel, "golden/models/bert_seqcls");
+    bert8_model *f = NULL, *q = NULL;
+    CHECKF(bert8_model_load(tu_shared_path(rel), NULL, &f, err, sizeof err) == 0, "%s", err);
+    if (!f) return;
+    cases cs;
+    cases_load(&cs, "bert_seqcls");
+    bert8_quant_params p = bert8_default_quant_params();
+    CHECKF(bert8_quantize(f, cs.b, (size_t)cs.n, &p, &q, err, sizeof err) == 0, "%s", err);
+    snprintf(good, sizeof good, "%s/q-good", tu_tmpdir());
+    CHECKF(q && bert8_model_save(q, good, err, sizeof err) == 0, "%s", err);
+    snprintf(bad, sizeof bad, "%s/q-bad", tu_tmpdir());
+    const char *ws = "bert.encoder.layer.1.intermediate.dense.weight_scale";
+    const char *is = "bert.encoder.layer.0.attention.output.dense.input_scale";
+    const char *sf = "bert.encoder.layer.0.output.dense.smooth_factor";
+    corrupt_copy(good, bad, ws, CORRUPT_DROP);
+    expect_rejected(bad, ws, "missing weight_scale");
+    corrupt_copy(good, bad, ws, CORRUPT_ZERO);
+    expect_rejected(bad, "weight_scale", "zero weight_scale");
+    corrupt_copy(good, bad, sf, CORRUPT_NAN);
+    expect_rejected(bad, "smooth_factor", "NaN smooth_factor");
+    corrupt_copy(good, bad, is, CORRUPT_INF);
+    expect_rejected(bad, "input_scale", "infinite input_scale");
+    corrupt_copy(good, bad, ws, CORRUPT_SHAPE);
+    expect_rejected(bad, "weight_scale", "wrong-shape weight_scale");
+    /* the untouched copy still loads: the checks above are about the damage */
+    corrupt_copy(good, bad, "no.such.tensor", CORRUPT_DROP);
+    bert8_model *r = NULL;
+    CHECKF(bert8_model_load(bad, NULL, &r, err, sizeof err) == 0, "%s", err);
+    bert8_model_free(r);
+    /* quantization_config.json removed: I8 weights without it are refused */
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm '%s/quantization_config.json'", bad);
+    CHECK(system(cmd) == 0);
+    expect_rejected(bad, "quantization_config.json", "missing quantization_config.json");
+    bert8_model_free(q);
+    bert8_model_free(f);
+    cases_free(&cs);
+}
+
 int main(void) {
     RUN(int8_models_agree_with_fp32);
     RUN(quantized_folder_roundtrips);
+    RUN(corrupted_quantized_files_rejected);
     return tu_finish();
 }
