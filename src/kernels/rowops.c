@@ -131,21 +131,48 @@ AVX512 void b8_softmax_rows__avx512(float *x, int64_t rows, int64_t n, const int
     }
 }
 
+/* Row mean and 1/sqrt(var + eps), two passes, in the lane order both twins share. */
+static inline void ln_stats_scalar(const float *xr, int64_t n, float eps, float *mean_out, float *rstd_out) {
+    float acc[LANES] = {0};
+    for (int64_t j = 0; j < n; j++) acc[j % LANES] += xr[j];
+    float mean = reduce_lanes(acc) / (float)n;
+    float acc2[LANES] = {0};
+    for (int64_t j = 0; j < n; j++) {
+        float d = xr[j] - mean;
+        acc2[j % LANES] = fmaf(d, d, acc2[j % LANES]);
+    }
+    *mean_out = mean;
+    *rstd_out = 1.0f / sqrtf(reduce_lanes(acc2) / (float)n + eps);
+}
+
+AVX512 static inline void ln_stats_avx512(const float *xr, int64_t n, float eps, float *mean_out,
+                                          float *rstd_out) {
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t j = 0; j < n; j += LANES)
+        acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(tail_mask(n - j), xr + j));
+    float lanes[LANES];
+    _mm512_storeu_ps(lanes, acc);
+    float mean = reduce_lanes(lanes) / (float)n;
+    __m512 vmean = _mm512_set1_ps(mean);
+    __m512 acc2 = _mm512_setzero_ps();
+    for (int64_t j = 0; j < n; j += LANES) {
+        __mmask16 k = tail_mask(n - j);
+        __m512 d = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, xr + j), vmean);
+        acc2 = _mm512_fmadd_ps(d, d, acc2);
+    }
+    _mm512_storeu_ps(lanes, acc2);
+    *mean_out = mean;
+    *rstd_out = 1.0f / sqrtf(reduce_lanes(lanes) / (float)n + eps);
+}
+
 /* LayerNorm: mean and variance by two passes over the row (as torch does, numerically safe). */
 void b8_layernorm_rows__scalar(const float *x, float *y, int64_t rows, int64_t n, const float *g,
                                const float *b, float eps) {
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * n;
         float *yr = y + r * n;
-        float acc[LANES] = {0};
-        for (int64_t j = 0; j < n; j++) acc[j % LANES] += xr[j];
-        float mean = reduce_lanes(acc) / (float)n;
-        float acc2[LANES] = {0};
-        for (int64_t j = 0; j < n; j++) {
-            float d = xr[j] - mean;
-            acc2[j % LANES] = fmaf(d, d, acc2[j % LANES]);
-        }
-        float rstd = 1.0f / sqrtf(reduce_lanes(acc2) / (float)n + eps);
+        float mean, rstd;
+        ln_stats_scalar(xr, n, eps, &mean, &rstd);
         for (int64_t j = 0; j < n; j++) yr[j] = fmaf((xr[j] - mean) * rstd, g[j], b[j]);
     }
 }
@@ -155,21 +182,9 @@ AVX512 void b8_layernorm_rows__avx512(const float *x, float *y, int64_t rows, in
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * n;
         float *yr = y + r * n;
-        __m512 acc = _mm512_setzero_ps();
-        for (int64_t j = 0; j < n; j += LANES)
-            acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(tail_mask(n - j), xr + j));
-        float lanes[LANES];
-        _mm512_storeu_ps(lanes, acc);
-        float mean = reduce_lanes(lanes) / (float)n;
-        __m512 vmean = _mm512_set1_ps(mean);
-        __m512 acc2 = _mm512_setzero_ps();
-        for (int64_t j = 0; j < n; j += LANES) {
-            __mmask16 k = tail_mask(n - j);
-            __m512 d = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, xr + j), vmean);
-            acc2 = _mm512_fmadd_ps(d, d, acc2);
-        }
-        _mm512_storeu_ps(lanes, acc2);
-        __m512 rstd = _mm512_set1_ps(1.0f / sqrtf(reduce_lanes(lanes) / (float)n + eps));
+        float mean_s, rstd_s;
+        ln_stats_avx512(xr, n, eps, &mean_s, &rstd_s);
+        __m512 vmean = _mm512_set1_ps(mean_s), rstd = _mm512_set1_ps(rstd_s);
         for (int64_t j = 0; j < n; j += LANES) {
             __mmask16 k = tail_mask(n - j);
             __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, xr + j), vmean), rstd);
@@ -194,15 +209,8 @@ void b8_layernorm_q_rows__scalar(const float *x, float *y, int8_t *q, int64_t ro
         const float *xr = x + r * n;
         float *yr = y + r * n;
         int8_t *qr = q + r * n;
-        float acc[LANES] = {0};
-        for (int64_t j = 0; j < n; j++) acc[j % LANES] += xr[j];
-        float mean = reduce_lanes(acc) / (float)n;
-        float acc2[LANES] = {0};
-        for (int64_t j = 0; j < n; j++) {
-            float d = xr[j] - mean;
-            acc2[j % LANES] = fmaf(d, d, acc2[j % LANES]);
-        }
-        float rstd = 1.0f / sqrtf(reduce_lanes(acc2) / (float)n + eps);
+        float mean, rstd;
+        ln_stats_scalar(xr, n, eps, &mean, &rstd);
         for (int64_t j = 0; j < n; j++) {
             float d = (xr[j] - mean) * rstd;
             qr[j] = sat_round(fmaf(d, qg[j], qb[j]));
@@ -219,21 +227,9 @@ AVX512 void b8_layernorm_q_rows__avx512(const float *x, float *y, int8_t *q, int
         const float *xr = x + r * n;
         float *yr = y + r * n;
         int8_t *qr = q + r * n;
-        __m512 acc = _mm512_setzero_ps();
-        for (int64_t j = 0; j < n; j += LANES)
-            acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(tail_mask(n - j), xr + j));
-        float lanes[LANES];
-        _mm512_storeu_ps(lanes, acc);
-        float mean = reduce_lanes(lanes) / (float)n;
-        __m512 vmean = _mm512_set1_ps(mean);
-        __m512 acc2 = _mm512_setzero_ps();
-        for (int64_t j = 0; j < n; j += LANES) {
-            __mmask16 k = tail_mask(n - j);
-            __m512 d = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, xr + j), vmean);
-            acc2 = _mm512_fmadd_ps(d, d, acc2);
-        }
-        _mm512_storeu_ps(lanes, acc2);
-        __m512 rstd = _mm512_set1_ps(1.0f / sqrtf(reduce_lanes(lanes) / (float)n + eps));
+        float mean_s, rstd_s;
+        ln_stats_avx512(xr, n, eps, &mean_s, &rstd_s);
+        __m512 vmean = _mm512_set1_ps(mean_s), rstd = _mm512_set1_ps(rstd_s);
         for (int64_t j = 0; j < n; j += LANES) {
             __mmask16 k = tail_mask(n - j);
             __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, xr + j), vmean), rstd);
