@@ -289,28 +289,8 @@ bert8_status b8_spm_parse(b8_tokenizer *t, const uint8_t *data, size_t n, const 
     st = b8_ug_set_charsmap(t, charsmap, charsmap_len, path, e);
     if (st != BERT8_OK) goto out;
 
-    /* the trie holds normal, user-defined and unused pieces, as sentencepiece's does */
-    {
-        size_t bytes = 0;
-        for (size_t i = 0; i < np; i++)
-            bytes += pieces[i].len;
-        st = b8_ptrie_init(&t->trie, bytes, e);
-        if (st != BERT8_OK) goto out;
-        for (size_t i = 0; i < np; i++) {
-            const spm_piece *sp = &pieces[i];
-            if (sp->type != B8_SP_NORMAL && sp->type != B8_SP_USER && sp->type != B8_SP_UNUSED)
-                continue;
-            if (b8_ptrie_get(&t->trie, sp->s, sp->len) >= 0) {
-                st = b8_fail(e, BERT8_ERR_FORMAT, "%s: piece %zu is defined twice", path, i);
-                goto out;
-            }
-            if (b8_ptrie_insert(&t->trie, sp->s, sp->len, sp->final_id) == B8_PTRIE_NONE) {
-                st = b8_fail(e, BERT8_ERR_NOMEM, "out of memory building the trie of %s", path);
-                goto out;
-            }
-        }
-    }
     st = b8_ug_finish(t, e);
+    if (st != BERT8_OK) b8_wrap(e, "%s", path);
 out:
     free(pieces);
     return st;

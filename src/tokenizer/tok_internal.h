@@ -11,38 +11,54 @@
 
 /* ---- Piece trie: byte-wise trie over vocabulary strings ------------------------------ */
 
-/* Edges live in one open-addressing table keyed by (parent, byte); the root's 256 children
- * sit in a plain array because every walk starts there. Node 0 is the root; child 0 means
- * "no child". Values are token ids or -1. */
+/* A double array built once from the sorted keys: the children of a node sit at base + byte
+ * and each unit also carries the node's value and score, so one step of a walk touches one
+ * cache line. Unit 0 is the root; child 0 means "no child". */
+typedef struct b8_da_unit {
+    int32_t base;  /* children of this node sit at base + byte */
+    int32_t check; /* index of the parent; -1 for a free unit */
+    int32_t value; /* B8_PV_* flags | id, or -1 */
+    float score;   /* Unigram piece score */
+} b8_da_unit;
+
+#define B8_PV_UNUSED (1 << 30) /* a piece the Viterbi must skip */
+#define B8_PV_USER (1 << 29)   /* a user-defined piece */
+#define B8_PV_ID ((1 << 29) - 1)
+
 typedef struct b8_ptrie {
-    uint64_t *slots; /* (key << 32) | child, key = parent * 256 + byte + 1; 0 = empty */
-    size_t mask;     /* slots - 1 (power of two) */
-    size_t used;     /* edges stored in slots */
-    int32_t *value;  /* [nodes] */
-    uint32_t nodes, cap_nodes;
-    uint32_t root[256];
+    b8_da_unit *da;
+    uint32_t da_n;
 } b8_ptrie;
+
+typedef struct b8_ptrie_key {
+    const char *s;
+    uint32_t len;
+    int32_t value;  /* an id below 2^29 */
+    uint32_t order; /* filled by the build: position in the input */
+} b8_ptrie_key;
 
 #define B8_PTRIE_NONE UINT32_MAX
 
-bert8_status b8_ptrie_init(b8_ptrie *t, size_t expected_bytes, b8_err *e);
+/* Builds t from n keys (the array is reordered; its strings must not be used after). With unique, a
+ * repeated key fails with BERT8_ERR_FORMAT and *dup gets the input position of the second copy;
+ * otherwise the last copy wins, as a dict assignment does. Unigram passes per-id scores and piece
+ * types so the units carry them (B8_PV_* flags); WordPiece passes NULLs. */
+bert8_status b8_ptrie_build(b8_ptrie *t, b8_ptrie_key *keys, size_t n, const float *score,
+                            const uint8_t *type, bool unique, size_t *dup, b8_err *e);
 void b8_ptrie_free(b8_ptrie *t);
-/* Inserts key -> value (overwrites); returns the node or B8_PTRIE_NONE on allocation failure. */
-uint32_t b8_ptrie_insert(b8_ptrie *t, const char *key, size_t len, int32_t value);
-/* Walks key from the root; B8_PTRIE_NONE when the path does not exist. */
+/* Walks key from node `from`; B8_PTRIE_NONE when the path does not exist. */
 uint32_t b8_ptrie_walk(const b8_ptrie *t, uint32_t from, const char *key, size_t len);
-int32_t b8_ptrie_get(const b8_ptrie *t, const char *key, size_t len); /* -1 when absent */
+/* The id stored for key (flags removed), -1 when absent. */
+int32_t b8_ptrie_get(const b8_ptrie *t, const char *key, size_t len);
 
 static inline uint32_t b8_ptrie_child(const b8_ptrie *t, uint32_t node, uint8_t byte) {
-    if (node == 0) return t->root[byte];
-    uint32_t key = (node << 8 | byte) + 1u;
-    size_t h = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & t->mask;
-    for (;;) {
-        uint64_t s = t->slots[h];
-        if (!s) return 0;
-        if ((uint32_t)(s >> 32) == key) return (uint32_t)s;
-        h = (h + 1) & t->mask;
-    }
+    uint32_t i = (uint32_t)t->da[node].base + byte;
+    return (i < t->da_n && t->da[i].check == (int32_t)node) ? i : 0;
+}
+
+/* The raw value of a node (flags included), -1 when no key ends there. */
+static inline int32_t b8_ptrie_value(const b8_ptrie *t, uint32_t node) {
+    return t->da[node].value;
 }
 
 /* ---- UTF-8 and Unicode --------------------------------------------------------------- */
@@ -197,6 +213,7 @@ struct b8_tokenizer {
         uint32_t cont_node; /* trie node of the continuing prefix ("##"), or NONE */
         int32_t unk_id;
         char *unk_token;
+        char *prefix; /* continuing_subword_prefix; NULL means "##" */
         /* HF's never_split: the special token strings, kept whole inside words */
         char **never_split;
         size_t *never_len;

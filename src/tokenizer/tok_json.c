@@ -61,14 +61,12 @@ static bert8_status parse_wordpiece(b8_tokenizer *t, const cJSON *model, const c
     if (!cJSON_IsObject(vocab))
         return b8_fail(e, BERT8_ERR_FORMAT, "%s: model.vocab is not an object", path);
     int64_t maxid = -1, count = 0;
-    size_t bytes = 0;
     for (const cJSON *it = vocab->child; it; it = it->next) {
         if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > INT32_MAX - 16 ||
             !it->string)
             return b8_fail(e, BERT8_ERR_FORMAT, "%s: model.vocab entry \"%s\" has no valid id",
                            path, it->string ? it->string : "");
         if ((int64_t)it->valuedouble > maxid) maxid = (int64_t)it->valuedouble;
-        bytes += strlen(it->string);
         count++;
     }
     if (count == 0) return b8_fail(e, BERT8_ERR_FORMAT, "%s: model.vocab is empty", path);
@@ -79,7 +77,10 @@ static bert8_status parse_wordpiece(b8_tokenizer *t, const cJSON *model, const c
         free(lens);
         return b8_fail(e, BERT8_ERR_NOMEM, "out of memory reading %s", path);
     }
-    bert8_status st = b8_ptrie_init(&t->trie, bytes, e);
+    b8_ptrie_key *keys = malloc((size_t)count * sizeof *keys);
+    bert8_status st = BERT8_OK;
+    if (!keys) st = b8_fail(e, BERT8_ERR_NOMEM, "out of memory reading %s", path);
+    size_t nk = 0;
     for (const cJSON *it = vocab->child; it && st == BERT8_OK; it = it->next) {
         int64_t id = (int64_t)it->valuedouble;
         size_t len = strlen(it->string);
@@ -90,9 +91,11 @@ static bert8_status parse_wordpiece(b8_tokenizer *t, const cJSON *model, const c
         }
         toks[id] = it->string;
         lens[id] = len;
-        if (b8_ptrie_insert(&t->trie, it->string, len, (int32_t)id) == B8_PTRIE_NONE)
-            st = b8_fail(e, BERT8_ERR_NOMEM, "out of memory reading %s", path);
+        keys[nk++] = (b8_ptrie_key){it->string, (uint32_t)len, (int32_t)id, 0};
     }
+    /* a repeated key in the JSON object: the last one wins, as in a dict */
+    if (st == BERT8_OK) st = b8_ptrie_build(&t->trie, keys, nk, NULL, NULL, false, NULL, e);
+    free(keys);
     for (int64_t i = 0; i <= maxid && st == BERT8_OK; i++)
         if (!toks[i]) toks[i] = "";
     if (st == BERT8_OK) st = b8_tok_set_tokens(t, toks, lens, maxid + 1, e);
@@ -100,8 +103,9 @@ static bert8_status parse_wordpiece(b8_tokenizer *t, const cJSON *model, const c
     free(lens);
     if (st != BERT8_OK) return st;
     const char *prefix = get_str(model, "continuing_subword_prefix");
-    if (!prefix) prefix = "##";
-    t->wp.cont_node = b8_ptrie_walk(&t->trie, 0, prefix, strlen(prefix));
+    free(t->wp.prefix);
+    t->wp.prefix = strdup(prefix ? prefix : "##");
+    if (!t->wp.prefix) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
     const cJSON *mc = get(model, "max_input_chars_per_word");
     if (cJSON_IsNumber(mc) && mc->valuedouble >= 0 && mc->valuedouble < 1e9)
         t->wp.max_chars = (int)mc->valuedouble;
@@ -178,10 +182,8 @@ static bert8_status finish_unigram(b8_tokenizer *t, const char *path, b8_err *e)
     t->ug.reserved = calloc((size_t)nres + 2, sizeof *t->ug.reserved);
     t->ug.reserved_id = calloc((size_t)nres + 2, sizeof *t->ug.reserved_id);
     if (!t->ug.reserved || !t->ug.reserved_id) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
-    size_t bytes = 0;
     for (int64_t i = 0; i < t->vocab_size; i++) {
-        size_t len = 0;
-        const char *s = b8_tokenizer_id_to_token(t, (int32_t)i, &len);
+        const char *s = b8_tokenizer_id_to_token(t, (int32_t)i, NULL);
         if (t->ug.type[i] == B8_SP_CONTROL || t->ug.type[i] == B8_SP_UNKNOWN) {
             char *c = strdup(s);
             if (!c) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
@@ -189,22 +191,10 @@ static bert8_status finish_unigram(b8_tokenizer *t, const char *path, b8_err *e)
             t->ug.reserved_id[t->ug.n_reserved++] = (int32_t)i;
             if (t->ug.n_reserved > nres + 1) break;
         }
-        bytes += len;
     }
-    bert8_status st = b8_ptrie_init(&t->trie, bytes, e);
-    if (st != BERT8_OK) return st;
-    for (int64_t i = 0; i < t->vocab_size; i++) {
-        uint8_t ty = t->ug.type[i];
-        if (ty != B8_SP_NORMAL && ty != B8_SP_USER && ty != B8_SP_UNUSED) continue;
-        size_t len = 0;
-        const char *s = b8_tokenizer_id_to_token(t, (int32_t)i, &len);
-        if (b8_ptrie_get(&t->trie, s, len) >= 0)
-            return b8_fail(e, BERT8_ERR_FORMAT, "%s: piece %lld (\"%s\") is defined twice", path,
-                           (long long)i, s);
-        if (b8_ptrie_insert(&t->trie, s, len, (int32_t)i) == B8_PTRIE_NONE)
-            return b8_fail(e, BERT8_ERR_NOMEM, "out of memory building the trie of %s", path);
-    }
-    return b8_ug_finish(t, e);
+    bert8_status st = b8_ug_finish(t, e);
+    if (st != BERT8_OK) b8_wrap(e, "%s", path);
+    return st;
 }
 
 /* ---- Normalizer / pre-tokenizer --------------------------------------------------------- */

@@ -299,6 +299,7 @@ static bert8_status read_vocab_txt(b8_tokenizer *t, const char *path, b8_err *e)
     bert8_status st = BERT8_OK;
     const char **toks = NULL;
     size_t *lens = NULL;
+    b8_ptrie_key *keys = NULL;
     size_t bad = b8_utf8_invalid_at((const uint8_t *)data, n);
     if (bad < n) {
         size_t line = 1;
@@ -339,16 +340,16 @@ static bert8_status read_vocab_txt(b8_tokenizer *t, const char *path, b8_err *e)
     }
     st = b8_tok_set_tokens(t, toks, lens, (int64_t)k, e);
     if (st != BERT8_OK) goto out;
-    st = b8_ptrie_init(&t->trie, n, e);
-    if (st != BERT8_OK) goto out;
-    for (size_t m = 0; m < k; m++) {
-        if (b8_ptrie_insert(&t->trie, toks[m], lens[m], (int32_t)m) == B8_PTRIE_NONE) {
-            st = b8_fail(e, BERT8_ERR_NOMEM, "out of memory building the trie of %s", path);
-            goto out;
-        }
+    keys = malloc(k * sizeof *keys);
+    if (!keys) {
+        st = b8_fail(e, BERT8_ERR_NOMEM, "out of memory reading %s", path);
+        goto out;
     }
-    t->wp.cont_node = b8_ptrie_walk(&t->trie, 0, "##", 2);
+    for (size_t m = 0; m < k; m++)
+        keys[m] = (b8_ptrie_key){toks[m], (uint32_t)lens[m], (int32_t)m, 0};
+    st = b8_ptrie_build(&t->trie, keys, k, NULL, NULL, false, NULL, e);
 out:
+    free(keys);
     free(toks);
     free(lens);
     free(data);

@@ -129,6 +129,7 @@ void b8_tokenizer_free(b8_tokenizer *t) {
         free(t->added[i].content);
     free(t->added);
     free(t->wp.unk_token);
+    free(t->wp.prefix);
     free(t->wp.never_split); /* the strings belong to added */
     free(t->wp.never_len);
     free(t->ug.score);
@@ -292,6 +293,11 @@ static int cmp_added(const void *a, const void *b) {
 }
 
 bert8_status b8_tok_finish(b8_tokenizer *t, b8_err *e) {
+    if (!t->trie.da) return b8_fail(e, BERT8_ERR_INTERNAL, "the tokenizer has no vocabulary");
+    if (t->kind == B8_TOK_WORDPIECE) {
+        const char *pre = t->wp.prefix ? t->wp.prefix : "##";
+        t->wp.cont_node = b8_ptrie_walk(&t->trie, 0, pre, strlen(pre));
+    }
     if (t->n_added > 1) qsort(t->added, (size_t)t->n_added, sizeof *t->added, cmp_added);
     memset(t->added_first, 0, sizeof t->added_first);
     for (int i = 0; i < t->n_added; i++)

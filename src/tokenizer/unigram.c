@@ -103,22 +103,46 @@ bert8_status b8_ug_finish(b8_tokenizer *t, b8_err *e) {
         }
         if (t->ug.type[i] == B8_SP_USER) any_user = true;
     }
-    if (any_user) {
-        size_t bytes = 0;
-        for (int64_t i = 0; i < t->vocab_size; i++)
-            if (t->ug.type[i] == B8_SP_USER)
-                bytes += (size_t)(t->tok_off[i + 1] - t->tok_off[i] - 1);
-        bert8_status st = b8_ptrie_init(&t->ug.user, bytes, e);
-        if (st != BERT8_OK) return st;
+    /* the piece trie holds normal, user-defined and unused pieces, as sentencepiece's does;
+     * user-defined symbols also get a trie of their own for the normalizer */
+    b8_ptrie_key *keys = malloc((size_t)t->vocab_size * sizeof *keys);
+    if (!keys) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory building the piece trie");
+    size_t nk = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1 && !any_user) break;
+        nk = 0;
         for (int64_t i = 0; i < t->vocab_size; i++) {
-            if (t->ug.type[i] != B8_SP_USER) continue;
+            uint8_t ty = t->ug.type[i];
+            bool take = pass == 0 ? (ty == B8_SP_NORMAL || ty == B8_SP_USER || ty == B8_SP_UNUSED)
+                                  : ty == B8_SP_USER;
+            if (!take) continue;
             size_t len = 0;
             const char *s = b8_tokenizer_id_to_token(t, (int32_t)i, &len);
-            if (b8_ptrie_insert(&t->ug.user, s, len, (int32_t)i) == B8_PTRIE_NONE)
-                return b8_fail(e, BERT8_ERR_NOMEM, "out of memory building user symbols");
+            keys[nk++] = (b8_ptrie_key){s, (uint32_t)len, (int32_t)i, 0};
         }
-        t->ug.has_user = true;
+        size_t dup = 0;
+        bert8_status st =
+            pass == 0 ? b8_ptrie_build(&t->trie, keys, nk, t->ug.score, t->ug.type, true, &dup, e)
+                      : b8_ptrie_build(&t->ug.user, keys, nk, NULL, NULL, false, NULL, e);
+        if (st == BERT8_ERR_FORMAT) {
+            /* positions count the keys taken, in id order: find the repeated id */
+            int64_t id = 0;
+            for (size_t k = 0; id < t->vocab_size; id++) {
+                uint8_t ty = t->ug.type[id];
+                if (ty != B8_SP_NORMAL && ty != B8_SP_USER && ty != B8_SP_UNUSED) continue;
+                if (k++ == dup) break;
+            }
+            free(keys);
+            return b8_fail(e, BERT8_ERR_FORMAT, "piece %lld (\"%s\") is defined twice",
+                           (long long)id, b8_tokenizer_id_to_token(t, (int32_t)id, NULL));
+        }
+        if (st != BERT8_OK) {
+            free(keys);
+            return st;
+        }
     }
+    free(keys);
+    t->ug.has_user = any_user;
     /* ASCII bytes whose normalization does not depend on what follows get a table entry,
      * which keeps the per-character cost of plain text to one lookup. */
     for (int b = 0; b < 128; b++) {
@@ -158,7 +182,7 @@ static const uint8_t *norm_prefix(const b8_tokenizer *t, const uint8_t *s, size_
         for (size_t i = 0; i < n; i++) {
             node = b8_ptrie_child(&t->ug.user, node, s[i]);
             if (!node) break;
-            if (t->ug.user.value[node] >= 0) best = i + 1;
+            if (b8_ptrie_value(&t->ug.user, node) >= 0) best = i + 1;
         }
         if (best) {
             *out_len = best;
@@ -299,8 +323,8 @@ bert8_status b8_ug_tokenize(const b8_tokenizer *t, const uint8_t *text, int32_t 
         best[i].id = -1;
     }
     const float unk_score = t->ug.min_score - 10.0f;
-    const float *score = t->ug.score;
-    const uint8_t *type = t->ug.type;
+    const b8_da_unit *da = t->trie.da;
+    const uint32_t da_n = t->trie.da_n;
     size_t at = 0;
     while (at < n) {
         const float till_here = best[at].score;
@@ -309,16 +333,18 @@ bert8_status b8_ug_tokenize(const b8_tokenizer *t, const uint8_t *text, int32_t 
         bool has_single = false;
         uint32_t node = 0;
         for (size_t k = at; k < n; k++) {
-            node = b8_ptrie_child(&t->trie, node, nb[k]);
-            if (!node) break;
-            int32_t id = t->trie.value[node];
-            if (id < 0 || type[id] == B8_SP_UNUSED) continue;
+            uint32_t next = (uint32_t)da[node].base + nb[k];
+            if (next >= da_n || da[next].check != (int32_t)node) break;
+            node = next;
+            int32_t v = da[node].value;
+            if (v < 0 || (v & B8_PV_UNUSED)) continue;
+            int32_t id = v & B8_PV_ID;
             size_t len = k + 1 - at;
             /* sentencepiece computes the candidate in double (the user-defined branch of
              * its conditional is double) and stores it as float: do the same so ties and
              * roundings land where the reference's do. */
             double sc_piece =
-                type[id] == B8_SP_USER ? (double)len * t->ug.max_score - 0.1 : (double)score[id];
+                (v & B8_PV_USER) ? (double)len * t->ug.max_score - 0.1 : (double)da[node].score;
             double cand = sc_piece + (double)till_here;
             best_node *tn = &best[k + 1];
             if (tn->start < 0 || cand > (double)tn->score) {

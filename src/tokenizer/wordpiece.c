@@ -76,10 +76,13 @@ static bert8_status wordpiece(wp_ctx *c, size_t nb, size_t nchars) {
         int32_t best = -1;
         size_t best_end = 0;
         if (node != B8_PTRIE_NONE) {
+            const b8_da_unit *da = t->trie.da;
+            const uint32_t da_n = t->trie.da_n;
             for (size_t i = start; i < nb; i++) {
-                node = b8_ptrie_child(&t->trie, node, w[i]);
-                if (!node) break;
-                int32_t v = t->trie.value[node];
+                uint32_t next = (uint32_t)da[node].base + w[i];
+                if (next >= da_n || da[next].check != (int32_t)node) break;
+                node = next;
+                int32_t v = da[node].value;
                 /* a match must end on a character boundary */
                 if (v >= 0 && (i + 1 == nb || (w[i + 1] & 0xC0) != 0x80)) {
                     best = v;
