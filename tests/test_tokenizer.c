@@ -616,6 +616,32 @@ TEST(config_files_set_flags_and_special_tokens) {
     b8_tokenizer_free(t);
 }
 
+TEST(uncased_added_tokens_match_any_case) {
+    /* transformers lower-cases the text (all but special tokens) before it looks for added
+     * tokens, so an uncased tokenizer's added "covid" also takes "COVID" */
+    char dir[512], path[600], cmd[700];
+    snprintf(dir, sizeof dir, "%s/uncased_added", tu_tmpdir());
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+    CHECK(system(cmd) == 0);
+    const char *vocab = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nx\n-\n1\n##9\n";
+    snprintf(path, sizeof path, "%s/vocab.txt", dir);
+    CHECK(tu_write_file(path, vocab, strlen(vocab)) == 0);
+    const char *added = "{\"covid\": 9, \"<new>\": 10}";
+    snprintf(path, sizeof path, "%s/added_tokens.json", dir);
+    CHECK(tu_write_file(path, added, strlen(added)) == 0);
+    b8_tokenizer *t = NULL;
+    b8_err e = {0};
+    CHECK(b8_tokenizer_load_dir(dir, NULL, &t, &e) == BERT8_OK);
+    if (!t) {
+        printf("  %s\n", e.msg);
+        return;
+    }
+    CHECK_TOKS(t, "COVID-19 x<NEW>x Covid", "covid - 1 ##9 x <new> x covid");
+    CHECK_STR(offs(t, "xCoViD", 6), "0-1 1-6");
+    CHECK_TOKS(t, "[mask] [MASK]", "[UNK] [UNK] [UNK] [MASK]");
+    b8_tokenizer_free(t);
+}
+
 /* ---- Threads ----------------------------------------------------------------------------- */
 
 static void *encode_many(void *arg) {
@@ -691,6 +717,7 @@ int main(void) {
     RUN(invalid_utf8_rejected);
     RUN(load_errors_are_values);
     RUN(config_files_set_flags_and_special_tokens);
+    RUN(uncased_added_tokens_match_any_case);
     RUN(one_tokenizer_shared_by_threads);
     b8_encoding_free(&enc);
     b8_tok_pieces_free(&tp);

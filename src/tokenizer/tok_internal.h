@@ -165,6 +165,9 @@ typedef struct b8_added_token {
     int32_t id;
     bool lstrip, rstrip; /* eat whitespace on that side of the match */
     bool special;
+    /* also matches text that lower-cases to it: the do_lower_case pre-pass of
+     * PreTrainedTokenizer.tokenize runs before the split on added tokens */
+    bool fold;
 } b8_added_token;
 
 enum { B8_TMPL_SPECIAL = 0, B8_TMPL_SEQ_A = 1, B8_TMPL_SEQ_B = 2, B8_TMPL_MAX = 8 };

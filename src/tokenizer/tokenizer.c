@@ -227,6 +227,10 @@ static int32_t vocab_lookup(const b8_tokenizer *t, const char *s, size_t len) {
 bert8_status b8_tok_add_token(b8_tokenizer *t, const char *content, size_t len, int32_t id,
                               bool lstrip, bool rstrip, bool special, b8_err *e) {
     if (len == 0) return BERT8_OK; /* HF ignores empty added tokens */
+    size_t bad = b8_utf8_invalid_at((const uint8_t *)content, len);
+    if (bad < len)
+        return b8_fail(e, BERT8_ERR_FORMAT, "added token \"%.*s\" is not valid UTF-8 at byte %zu",
+                       (int)len, content, bad);
     for (int i = 0; i < t->n_added; i++) {
         b8_added_token *a = &t->added[i];
         if (a->len == len && !memcmp(a->content, content, len)) {
@@ -260,7 +264,7 @@ bert8_status b8_tok_add_token(b8_tokenizer *t, const char *content, size_t len, 
     if (!c) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
     memcpy(c, content, len);
     c[len] = 0;
-    na[t->n_added++] = (b8_added_token){c, len, id, lstrip, rstrip, special};
+    na[t->n_added++] = (b8_added_token){c, len, id, lstrip, rstrip, special, false};
     return BERT8_OK;
 }
 
@@ -286,6 +290,28 @@ void b8_tok_default_templates(b8_tokenizer *t) {
     }
 }
 
+/* Bytes of s whose character-by-character lower case (str.lower on each character) is
+ * exactly tok, or 0. */
+static size_t lowered_match(const uint8_t *s, size_t n, const char *tok, size_t tl) {
+    size_t i = 0, j = 0;
+    while (j < tl) {
+        if (i >= n) return 0;
+        uint32_t cp, lc[2];
+        int l = b8_utf8_len(s[i]);
+        if ((size_t)l > n - i) return 0;
+        b8_utf8_next(s + i, &cp);
+        int k = b8_uni_lower(cp, lc);
+        for (int m = 0; m < k; m++) {
+            uint8_t buf[4];
+            int bl = b8_utf8_put(lc[m], buf);
+            if (j + (size_t)bl > tl || memcmp(tok + j, buf, (size_t)bl)) return 0;
+            j += (size_t)bl;
+        }
+        i += (size_t)l;
+    }
+    return i;
+}
+
 static int cmp_added(const void *a, const void *b) {
     const b8_added_token *x = a, *y = b;
     if (x->len != y->len) return x->len > y->len ? -1 : 1;
@@ -300,8 +326,18 @@ bert8_status b8_tok_finish(b8_tokenizer *t, b8_err *e) {
     }
     if (t->n_added > 1) qsort(t->added, (size_t)t->n_added, sizeof *t->added, cmp_added);
     memset(t->added_first, 0, sizeof t->added_first);
-    for (int i = 0; i < t->n_added; i++)
-        t->added_first[(uint8_t)t->added[i].content[0]] = 1;
+    for (int i = 0; i < t->n_added; i++) {
+        b8_added_token *a = &t->added[i];
+        t->added_first[(uint8_t)a->content[0]] = 1;
+        a->fold = t->kind == B8_TOK_WORDPIECE && t->wp.lowercase &&
+                  lowered_match((const uint8_t *)a->content, a->len, a->content, a->len) == a->len;
+        if (!a->fold) continue;
+        /* upper-case spellings start with other bytes: any letter, any non-ASCII lead */
+        uint8_t c0 = (uint8_t)a->content[0];
+        if (c0 >= 'a' && c0 <= 'z') t->added_first[c0 - 32] = 1;
+        for (int b = 0xC0; b < 0x100; b++)
+            t->added_first[b] = 1;
+    }
     if (t->kind == B8_TOK_WORDPIECE) {
         free(t->wp.never_split);
         free(t->wp.never_len);
@@ -366,12 +402,25 @@ int b8_tokenizer_num_special_tokens(const b8_tokenizer *t, int pair) {
 
 /* ---- Tokenize one sequence ------------------------------------------------------------ */
 
-/* The longest added token at s, or NULL. */
-static const b8_added_token *match_added(const b8_tokenizer *t, const uint8_t *s, size_t n) {
+/* The longest added token at s, or NULL; *mlen gets the bytes of text it covers. Tokens
+ * that are their own lower case also match text that lower-cases to them (fold). */
+static const b8_added_token *match_added(const b8_tokenizer *t, const uint8_t *s, size_t n,
+                                         size_t *mlen) {
     for (int i = 0; i < t->n_added; i++) {
         const b8_added_token *a = &t->added[i];
-        if (a->len <= n && (uint8_t)a->content[0] == s[0] && !memcmp(a->content, s, a->len))
+        if (a->len <= n && (uint8_t)a->content[0] == s[0] && !memcmp(a->content, s, a->len)) {
+            *mlen = a->len;
             return a;
+        }
+    }
+    for (int i = 0; i < t->n_added; i++) {
+        const b8_added_token *a = &t->added[i];
+        if (!a->fold) continue;
+        size_t m = lowered_match(s, n, a->content, a->len);
+        if (m) {
+            *mlen = m;
+            return a;
+        }
     }
     return NULL;
 }
@@ -411,10 +460,11 @@ static bert8_status tokenize_seq(const b8_tokenizer *t, const uint8_t *text, int
     for (;;) {
         const b8_added_token *at = NULL;
         int32_t m = len;
+        size_t mlen = 0;
         if (t->n_added) {
             for (int32_t q = p; q < len; q++) {
                 if (!t->added_first[text[q]]) continue;
-                at = match_added(t, text + q, (size_t)(len - q));
+                at = match_added(t, text + q, (size_t)(len - q), &mlen);
                 if (at) {
                     m = q;
                     break;
@@ -431,9 +481,9 @@ static bert8_status tokenize_seq(const b8_tokenizer *t, const uint8_t *text, int
             if (st != BERT8_OK) return st;
         }
         if (!at) break;
-        if (!b8_tokseq_push(seq, at->id, m, m + (int32_t)at->len, word++, at->content, at->len))
+        if (!b8_tokseq_push(seq, at->id, m, m + (int32_t)mlen, word++, at->content, at->len))
             return b8_fail(e, BERT8_ERR_NOMEM, "out of memory while tokenizing");
-        p = seg = m + (int32_t)at->len;
+        p = seg = m + (int32_t)mlen;
         strip_left = at->rstrip;
     }
     return BERT8_OK;

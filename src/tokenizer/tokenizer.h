@@ -23,9 +23,11 @@
  *    over piece scores (float, exactly as EncodeOptimized), runs of unknown characters merged
  *    into one <unk>, and the fairseq ids (<s>=0 <pad>=1 </s>=2 <unk>=3, spm id + 1, <mask>
  *    last).
- *  - Special and added tokens are matched verbatim in the text before the model runs (never
- *    split, also when glued to text); lstrip/rstrip eat Python-whitespace beside them, and
- *    special tokens given as plain strings strip both sides, as transformers does.
+ *  - Special and added tokens are matched in the text before the model runs (never split,
+ *    also when glued to text), leftmost-longest. They match verbatim; with do_lower_case,
+ *    a token that is its own lower case also matches any-case spellings (the lower-casing
+ *    pre-pass runs before the split). lstrip/rstrip eat Python-whitespace beside them, and
+ *    tokens given as plain strings strip both sides, as transformers v4.31 does.
  * Unicode properties come from utf8proc; code points first assigned in Unicode 15.0 are
  * treated as unassigned because the reference (Python 3.11) uses Unicode 14.0.
  */
