@@ -251,6 +251,58 @@ TEST(long_text_in_one_call) {
     free(buf);
 }
 
+/* On printable ASCII nothing is normalized away, so each token's span, cut from the text,
+ * must read as the token: exactly (cased WordPiece, without "##"), lower-cased (uncased), or
+ * without the meta space (Unigram). */
+static int span_reads_as_token(const char *text, const b8_tok_pieces *p, int64_t i, int mode) {
+    const char *tok = p->strings + p->str_off[i];
+    const char *span = text + p->offsets[2 * i];
+    size_t sl = (size_t)(p->offsets[2 * i + 1] - p->offsets[2 * i]);
+    if (!strcmp(tok, "[UNK]") || !strcmp(tok, "<unk>")) return sl > 0;
+    if (mode == 2 && !strncmp(tok, "\xe2\x96\x81", 3)) {
+        tok += 3;
+        if (!*tok) return sl <= 1; /* a lone meta space covers its space or nothing */
+    }
+    if (mode != 2 && !strncmp(tok, "##", 2) && i > 0 && p->word_ids[i] == p->word_ids[i - 1])
+        tok += 2;
+    if (strlen(tok) != sl) return 0;
+    for (size_t k = 0; k < sl; k++) {
+        char c = span[k];
+        if (mode == 1 && c >= 'A' && c <= 'Z') c += 32;
+        if (c != tok[k]) return 0;
+    }
+    return 1;
+}
+
+TEST(offsets_match_token_text_on_ascii) {
+    static char buf[512];
+    b8_tok_pieces p = {0};
+    int modes[4] = {1, 0, 2, 2}; /* uncased, cased, unigram, unigram */
+    for (int i = 0; i < 4; i++) {
+        if (!tk[i]) continue;
+        int bad = 0;
+        for (int r = 0; r < 800; r++) {
+            size_t n = below(80);
+            for (size_t k = 0; k < n; k++)
+                buf[k] = below(4) ? (char)(0x20 + below(0x5F)) : " aeiou"[below(6)];
+            b8_err e = {0};
+            if (b8_tokenizer_tokenize(tk[i], buf, n, &p, &e) != BERT8_OK) {
+                bad++;
+                continue;
+            }
+            for (int64_t k = 0; k < p.n; k++) {
+                if (span_reads_as_token(buf, &p, k, modes[i])) continue;
+                if (bad++ < 3)
+                    printf("  tokenizer %d: \"%.*s\" token %lld \"%s\" at %lld-%lld\n", i, (int)n,
+                           buf, (long long)k, p.strings + p.str_off[k], (long long)p.offsets[2 * k],
+                           (long long)p.offsets[2 * k + 1]);
+            }
+        }
+        CHECK(bad == 0);
+    }
+    b8_tok_pieces_free(&p);
+}
+
 int main(void) {
     tk[0] = load("tokenizers/bert-base-uncased.vocab.txt", 0, B8_TOK_WORDPIECE, 1);
     tk[1] = load("tokenizers/bert-base-multilingual-cased.vocab.txt", 0, B8_TOK_WORDPIECE, 0);
@@ -261,6 +313,7 @@ int main(void) {
     RUN(random_bytes_and_unicode_never_crash_tokenize);
     RUN(random_encode_parameters_keep_row_invariants);
     RUN(long_text_in_one_call);
+    RUN(offsets_match_token_text_on_ascii);
     for (int i = 0; i < 4; i++)
         b8_tokenizer_free(tk[i]);
     return tu_finish();

@@ -115,9 +115,15 @@ static inline bool b8_ucps_push(b8_ucps *u, uint32_t cp, int32_t os, int32_t oe)
     return true;
 }
 
+/* Work buffers of b8_uni_nfc, kept across calls. */
+typedef struct b8_nfc_work {
+    int32_t *g, *u, *m;
+    size_t gc, uc, mc;
+} b8_nfc_work;
+
 /* NFC of w in place, keeping origins: characters that compose share the span of what they
- * came from. tmp is scratch. Returns false on allocation failure. */
-bool b8_uni_nfc(b8_ucps *w, b8_ucps *tmp);
+ * came from. tmp and work are scratch. Returns false on allocation failure. */
+bool b8_uni_nfc(b8_ucps *w, b8_ucps *tmp, b8_nfc_work *work);
 /* NFD of w with Mn (non-spacing marks) dropped, i.e. BERT's _run_strip_accents. */
 bool b8_uni_strip_accents(b8_ucps *w, b8_ucps *tmp);
 
@@ -143,6 +149,7 @@ bool b8_tokseq_push(b8_tokseq *s, int32_t id, int32_t os, int32_t oe, int32_t wo
 /* Per-call scratch reused across calls through the result structs. */
 typedef struct b8_tok_scratch {
     b8_ucps word, tmp;  /* WordPiece: the current word and NFC/NFD scratch */
+    b8_nfc_work nfc;    /* WordPiece: NFC work buffers */
     uint8_t *nb;        /* normalized bytes */
     int32_t *nos, *noe; /* origin span of each normalized byte */
     size_t nb_cap;

@@ -91,6 +91,9 @@ void b8_scratch_free(b8_tok_scratch *s) {
     if (!s) return;
     b8_ucps_free(&s->word);
     b8_ucps_free(&s->tmp);
+    free(s->nfc.g);
+    free(s->nfc.u);
+    free(s->nfc.m);
     free(s->nb);
     free(s->nos);
     free(s->noe);
@@ -760,6 +763,9 @@ bert8_status b8_tokenizer_encode_batch(const b8_tokenizer *t, int64_t n, const c
         int64_t ml = p.max_length > 0 ? p.max_length : t->model_max_length;
         if (ml > seq) seq = ml;
     }
+    if (seq > INT32_MAX || p.pad_to_multiple_of > INT32_MAX)
+        return b8_fail(e, BERT8_ERR_TOO_LARGE, "encode: rows of %lld tokens (padding to %lld)",
+                       (long long)seq, (long long)p.pad_to_multiple_of);
     if (p.pad_to_multiple_of > 0 && seq % p.pad_to_multiple_of)
         seq += p.pad_to_multiple_of - seq % p.pad_to_multiple_of;
     size_t ntok;

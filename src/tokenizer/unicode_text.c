@@ -278,12 +278,7 @@ static bool emit_group(const b8_ucps *w, size_t gs, size_t ge, const int32_t *nf
     return true;
 }
 
-typedef struct nfc_work {
-    int32_t *g, *u, *m;
-    size_t gc, uc, mc;
-} nfc_work;
-
-bool b8_uni_nfc(b8_ucps *w, b8_ucps *tmp) {
+bool b8_uni_nfc(b8_ucps *w, b8_ucps *tmp, b8_nfc_work *work) {
     size_t n = w->n;
     bool active = false;
     for (size_t i = 0; i < n && !active; i++)
@@ -293,7 +288,7 @@ bool b8_uni_nfc(b8_ucps *w, b8_ucps *tmp) {
     /* Units are a starter plus the non-starters after it. Neighbouring units are merged into
      * one group while normalizing them together differs from normalizing them apart, so each
      * group is an independent piece of the NFC result with a known origin. */
-    nfc_work k = {0};
+    b8_nfc_work k = *work; /* the buffers swap roles below; handed back at the end */
     bool ok = false;
     tmp->n = 0;
     size_t gs = 0, ge = 1;
@@ -339,9 +334,7 @@ bool b8_uni_nfc(b8_ucps *w, b8_ucps *tmp) {
     }
     ok = true;
 done:
-    free(k.g);
-    free(k.u);
-    free(k.m);
+    *work = k;
     return ok;
 }
 

@@ -308,6 +308,9 @@ bert8_status b8_ug_tokenize(const b8_tokenizer *t, const uint8_t *text, int32_t 
     if (!normalize(t, text, s, e, sc, &n))
         return b8_fail(err, BERT8_ERR_NOMEM, "out of memory while tokenizing");
     if (n == 0) return BERT8_OK;
+    if (n >= (size_t)INT32_MAX)
+        return b8_fail(err, BERT8_ERR_TOO_LARGE, "the normalized text is %zu bytes (limit 2 GiB)",
+                       n);
     if (sc->lattice_cap < n + 1) {
         size_t cap = (n + 1) * 2;
         best_node *nl = realloc(sc->lattice, cap * sizeof *nl);

@@ -153,7 +153,7 @@ static bert8_status flush_word(wp_ctx *c, bool ascii) {
     if (u->n == 0) return BERT8_OK;
     const b8_tokenizer *t = c->t;
     bert8_status st = BERT8_OK;
-    if (!ascii && !b8_uni_nfc(u, &sc->tmp)) return nomem(c);
+    if (!ascii && !b8_uni_nfc(u, &sc->tmp, &sc->nfc)) return nomem(c);
     if (is_never_split(t, u)) {
         st = emit_piece(c, u, 0, u->n);
         u->n = 0;
