@@ -136,6 +136,23 @@ TEST(combining_sequences_are_composed_nfc) {
     CHECK_STR(offs(cased, "xe\xcc\x81", 4), "0-1 1-4");
 }
 
+TEST(options_control_accents_and_cjk) {
+    b8_tok_options o = b8_tok_default_options();
+    o.lowercase = 1;
+    o.strip_accents = 0; /* lower-case but keep accents */
+    o.tokenize_chinese_chars = 0;
+    b8_tokenizer *t = NULL;
+    b8_err e = {0};
+    CHECK(b8_tokenizer_load_files(B8_TOK_WORDPIECE,
+                                  tu_shared_path("tokenizers/bert-base-uncased.vocab.txt"), &o, &t,
+                                  &e) == BERT8_OK);
+    if (!t) return;
+    CHECK_TOKS(t, "CAFÉ", "[UNK]"); /* "café": the uncased vocabulary has no "##é" */
+    CHECK_TOKS(t, "CAFE", "cafe");
+    CHECK_TOKS(t, "中文", "中 ##文");
+    b8_tokenizer_free(t);
+}
+
 TEST(uncased_final_sigma_is_sigma) {
     /* the lower-casing pre-pass works character by character: no final-sigma rule */
     CHECK_TOKS(uncased, "ΟΔΟΣ", "ο ##δ ##ο ##σ");
@@ -345,6 +362,9 @@ TEST(pair_template_bert) {
         CHECK(enc.sequence_ids[i] == seqs[i]);
         CHECK(enc.attention_mask[i] == 1);
     }
+    bert8_batch bb = b8_encoding_batch(&enc);
+    CHECK(bb.batch == 1 && bb.seq == 8 && bb.input_ids[0] == 101 && bb.token_type_ids[7] == 1 &&
+          bb.attention_mask[7] == 1);
     /* offsets of the second sequence index the second text */
     CHECK(enc.offsets[2 * 5] == 0 && enc.offsets[2 * 5 + 1] == 3);
     CHECK(b8_tokenizer_num_special_tokens(uncased, 1) == 3);
@@ -690,6 +710,7 @@ int main(void) {
     RUN(uncased_strips_accents);
     RUN(cased_keeps_accents_and_case);
     RUN(combining_sequences_are_composed_nfc);
+    RUN(options_control_accents_and_cjk);
     RUN(uncased_final_sigma_is_sigma);
     RUN(dotted_capital_i_lowers_to_i);
     RUN(cjk_split_per_char);

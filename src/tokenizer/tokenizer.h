@@ -171,6 +171,12 @@ typedef struct b8_encoding {
     void *priv;              /* internal buffers and capacities: keep for reuse */
 } b8_encoding;
 
+/* The encoding as the engine's input batch (pointers into enc, valid until enc changes). */
+static inline bert8_batch b8_encoding_batch(const b8_encoding *enc) {
+    bert8_batch b = {enc->rows, enc->seq, enc->input_ids, enc->attention_mask, enc->token_type_ids};
+    return b;
+}
+
 /* Encodes one text (pair may be NULL for a single sequence). */
 bert8_status b8_tokenizer_encode(const b8_tokenizer *t, const char *text, size_t text_len,
                                  const char *pair, size_t pair_len, const b8_encode_params *p,
