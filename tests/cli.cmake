@@ -2,3 +2,8 @@
 # subprocesses of the built tool on the golden models (model).
 bert8_add_test(test_metrics unit test_metrics.c ${CMAKE_SOURCE_DIR}/tools/metrics.c)
 target_include_directories(test_metrics PRIVATE ${CMAKE_SOURCE_DIR}/tools)
+bert8_add_test(test_cli model test_cli.c ${CMAKE_SOURCE_DIR}/tools/metrics.c)
+target_include_directories(test_cli PRIVATE ${CMAKE_SOURCE_DIR}/tools)
+target_link_libraries(test_cli PRIVATE bert8_golden m)
+target_compile_definitions(test_cli PRIVATE BERT8_CLI_PATH="$<TARGET_FILE:bert8_cli>")
+add_dependencies(test_cli bert8_cli)

@@ -1,8 +1,882 @@
-/* cmd_text.c: text-level commands (tokenize, classify, embed, qa, ner). Being written. */
+/* cmd_text.c: the text-level commands `bert8 tokenize | classify | embed | qa | ner`.
+ *
+ * Input (stdin), one input per line:
+ *   - a JSON object: {"text": ..., "text_pair": ...} ({"question": ..., "context": ...} for qa;
+ *     an optional "id" of any type is echoed in the output line);
+ *   - or plain text: the line is the text; "A<TAB>B" is a pair (qa: question<TAB>context).
+ *     --plain treats every line as plain text, also lines that start with '{'.
+ * Empty lines are skipped. Output (stdout): one JSON object per input line, in input order.
+ * A bad line (invalid JSON or UTF-8, a missing field, a NUL byte, longer than
+ * --max-line-bytes, or text the model cannot take) prints "bert8 CMD: line N: why" on stderr
+ * and {"line": N, "error": "why"} on stdout, and the command goes on; the exit status is then 1
+ * (--strict stops after the batch holding the first bad line). Offsets: "start"/"end" and
+ * "offsets" count Unicode characters (as Hugging Face's offset_mapping and pipelines do);
+ * the *_byte variants count UTF-8 bytes. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
-static int todo(const char *c) { return cli_error(c, "not implemented yet"); }
-int cmd_tokenize(int argc, char **argv) { (void)argc, (void)argv; return todo("tokenize"); }
-int cmd_classify(int argc, char **argv) { (void)argc, (void)argv; return todo("classify"); }
-int cmd_embed(int argc, char **argv) { (void)argc, (void)argv; return todo("embed"); }
-int cmd_qa(int argc, char **argv) { (void)argc, (void)argv; return todo("qa"); }
-int cmd_ner(int argc, char **argv) { (void)argc, (void)argv; return todo("ner"); }
+#include "text_io.h"
+#include "text_runner.h"
+
+#define MAX_BATCH 4096
+
+typedef struct item {
+    int64_t line;
+    char *a, *b;  /* text and pair (pair NULL for a single text) */
+    char *id;     /* the "id" value as JSON, or NULL */
+    char *error;  /* why this line cannot be processed (NULL if out of memory) */
+    bool bad;     /* the line cannot be processed */
+} item;
+
+typedef enum pooling { POOL_UNSET, POOL_CLS, POOL_MEAN, POOL_MAX } pooling;
+
+/* A word of `ner`: its span and the prediction of its first sub-token. */
+typedef struct ner_word {
+    int64_t start, end, first_end; /* bytes; (start, first_end) is the first sub-token */
+    int64_t ctx;                   /* tokens between that sub-token and its window's edge */
+    int32_t label;
+    float score;
+    bool seen;
+} ner_word;
+
+typedef struct tcmd tcmd;
+struct tcmd {
+    const char *name;
+    const char *fa, *fb; /* JSON field names (fb NULL: no second text) */
+    bool pair_needed;
+    bool with_model;
+    bool plain, strict;
+    size_t max_line;
+    int64_t batch, max_len, stride;
+    text_runner r;
+    bert8_encode_params ep;
+    int64_t failed;
+    bert8_status (*compute)(tcmd *c, int64_t n, const char *const *a, const char *const *b);
+    void (*print)(tcmd *c, const item *it, int64_t k);
+    /* classify / embed */
+    float *out;
+    float *tmp;    /* [width] scratch for a softmax */
+    int64_t width;
+    bool logits, normalize;
+    pooling pool;
+    /* qa */
+    text_qa_span *spans;
+    int64_t max_answer;
+    bool prob;
+    /* ner */
+    ner_word *words;
+    int64_t *word_base, *word_count; /* per input: first word in words, number of words */
+};
+
+/* ---- input ------------------------------------------------------------------------------ */
+
+static void item_clear(item *it) {
+    free(it->a);
+    free(it->b);
+    free(it->id);
+    free(it->error);
+    memset(it, 0, sizeof *it);
+}
+
+static void item_fail(item *it, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void item_fail(item *it, const char *fmt, ...) {
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    free(it->error);
+    it->error = strdup(msg); /* NULL when out of memory: printed as such */
+    it->bad = true;
+}
+
+static char *dup_n(const char *s, size_t n) {
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = 0;
+    }
+    return d;
+}
+
+/* Takes field `name` of a JSON object as a string; `optional` also allows absent or null. */
+static bool json_text(item *it, const cJSON *root, const char *name, bool optional, char **out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
+    if (!v || cJSON_IsNull(v)) {
+        if (optional) return true;
+        item_fail(it, "missing field \"%s\"", name);
+        return false;
+    }
+    if (!cJSON_IsString(v) || !v->valuestring) {
+        item_fail(it, "field \"%s\" is not a string", name);
+        return false;
+    }
+    size_t bad, n = strlen(v->valuestring);
+    if (!text_utf8_ok(v->valuestring, n, &bad)) {
+        item_fail(it, "field \"%s\" is not valid UTF-8 (byte %zu, from a \\u escape)", name, bad);
+        return false;
+    }
+    if (!(*out = dup_n(v->valuestring, n))) item_fail(it, "out of memory");
+    return *out != NULL;
+}
+
+static void parse_item(tcmd *c, const text_line *l, item *it) {
+    memset(it, 0, sizeof *it);
+    it->line = l->lineno;
+    size_t bad;
+    if (l->too_long) return item_fail(it, "longer than %zu bytes (see --max-line-bytes)", c->max_line);
+    if (l->has_nul) return item_fail(it, "contains a NUL byte (binary input?)");
+    if (!text_utf8_ok(l->buf, l->len, &bad)) return item_fail(it, "invalid UTF-8 at byte %zu", bad);
+    size_t lead = strspn(l->buf, " \t");
+    if (!c->plain && l->buf[lead] == '{') {
+        /* cJSON ends a string at an escaped NUL, which would silently cut the text. */
+        for (const char *p = l->buf; (p = strstr(p, "\\u0000")) != NULL; p++) {
+            size_t bs = 0;
+            while (p - bs > l->buf && p[-(ptrdiff_t)bs - 1] == '\\') bs++;
+            if (bs % 2 == 0) return item_fail(it, "a string holds an escaped NUL (\\u0000) at byte %zu",
+                                              (size_t)(p - l->buf));
+        }
+        cJSON *root = cJSON_ParseWithLength(l->buf, l->len);
+        if (!root || !cJSON_IsObject(root)) {
+            const char *ep = cJSON_GetErrorPtr();
+            if (!root && ep && ep >= l->buf && ep <= l->buf + l->len)
+                item_fail(it, "invalid JSON near byte %zu", (size_t)(ep - l->buf));
+            else
+                item_fail(it, "not a JSON object");
+            cJSON_Delete(root);
+            return;
+        }
+        if (json_text(it, root, c->fa, false, &it->a) &&
+            (!c->fb || json_text(it, root, c->fb, !c->pair_needed, &it->b))) {
+            const cJSON *id = cJSON_GetObjectItemCaseSensitive(root, "id");
+            if (id && !(it->id = cJSON_PrintUnformatted(id))) item_fail(it, "out of memory");
+        }
+        cJSON_Delete(root);
+        return;
+    }
+    const char *tab = c->fb ? memchr(l->buf, '\t', l->len) : NULL;
+    if (c->pair_needed && !tab)
+        return item_fail(it, "expected \"%s<TAB>%s\" or a JSON object", c->fa, c->fb);
+    size_t na = tab ? (size_t)(tab - l->buf) : l->len;
+    it->a = dup_n(l->buf, na);
+    if (tab) it->b = dup_n(tab + 1, l->len - na - 1);
+    if (!it->a || (tab && !it->b)) item_fail(it, "out of memory");
+}
+
+/* ---- output ----------------------------------------------------------------------------- */
+
+static void print_head(const item *it) {
+    putchar('{');
+    if (it->id) printf("\"id\":%s,", it->id);
+}
+
+static void print_error(tcmd *c, const item *it) {
+    const char *why = it->error ? it->error : "out of memory";
+    fprintf(stderr, "bert8 %s: line %lld: %s\n", c->name, (long long)it->line, why);
+    print_head(it);
+    printf("\"line\":%lld,\"error\":", (long long)it->line);
+    cli_print_json_string(stdout, why);
+    printf("}\n");
+    c->failed++;
+}
+
+static void print_floats(const float *v, int64_t n) {
+    putchar('[');
+    for (int64_t i = 0; i < n; i++) {
+        if (i) putchar(',');
+        cli_print_float(stdout, v[i]);
+    }
+    putchar(']');
+}
+
+/* "start","end" (characters) and "start_byte","end_byte" of a span of text. */
+static void print_span(text_chars *tc, int64_t b0, int64_t b1) {
+    printf("\"start\":%lld,\"end\":%lld,\"start_byte\":%lld,\"end_byte\":%lld", (long long)text_chars_at(tc, b0),
+           (long long)text_chars_at(tc, b1), (long long)b0, (long long)b1);
+}
+
+/* Narrows [*b0, *b1) past blanks at either end: a SentencePiece "\u2581" token spans the space
+ * before its word. */
+static void trim_span(const char *s, int64_t *b0, int64_t *b1) {
+    while (*b0 < *b1 && s[*b0] && strchr(" \t\n\r\v\f", s[*b0])) (*b0)++;
+    while (*b1 > *b0 && s[*b1 - 1] && strchr(" \t\n\r\v\f", s[*b1 - 1])) (*b1)--;
+}
+
+/* ---- the batch loop ----------------------------------------------------------------------- */
+
+/* Runs the valid items of a group and prints every item in order. When the group fails as a
+ * whole, each item is run on its own so the failure lands on the line that caused it. */
+static void run_group(tcmd *c, item *it, int64_t n) {
+    const char *a[MAX_BATCH], *b[MAX_BATCH];
+    int64_t nv = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (!it[i].bad) a[nv] = it[i].a, b[nv] = it[i].b, nv++;
+    if (nv) {
+        bert8_status st = c->compute(c, nv, a, b);
+        if (st && nv > 1) {
+            for (int64_t i = 0; i < n; i++) run_group(c, it + i, 1);
+            return;
+        }
+        if (st)
+            for (int64_t i = 0; i < n; i++)
+                if (!it[i].bad) item_fail(&it[i], "%s", c->r.err);
+    }
+    for (int64_t i = 0, k = 0; i < n; i++) {
+        if (it[i].bad) print_error(c, &it[i]);
+        else c->print(c, &it[i], k++);
+    }
+}
+
+static int drive(tcmd *c) {
+    item *items = calloc((size_t)c->batch, sizeof *items);
+    if (!items) return cli_error(c->name, "out of memory");
+    text_line line = {0};
+    int64_t n = 0;
+    int got;
+    while ((got = text_read_line(stdin, &line, c->max_line)) == 1) {
+        if (line.len == 0 && !line.too_long) continue;
+        parse_item(c, &line, &items[n++]);
+        if (n == c->batch) {
+            run_group(c, items, n);
+            for (int64_t i = 0; i < n; i++) item_clear(&items[i]);
+            n = 0;
+            fflush(stdout);
+            if (c->strict && c->failed) break;
+        }
+    }
+    if (n) run_group(c, items, n);
+    for (int64_t i = 0; i < n; i++) item_clear(&items[i]);
+    free(items);
+    text_line_free(&line);
+    fflush(stdout);
+    if (got < 0) return cli_error(c->name, "reading stdin failed (read error or out of memory)");
+    if (ferror(stdout)) return cli_error(c->name, "writing stdout failed");
+    if (c->failed) {
+        fprintf(stderr, "bert8 %s: %lld line(s) failed\n", c->name, (long long)c->failed);
+        return 1;
+    }
+    return 0;
+}
+
+/* drive() for commands that take a softmax over the model's labels. */
+static int drive_labels(tcmd *c) {
+    if (c->width < 1) return cli_error(c->name, "the model has no labels");
+    if (!(c->tmp = malloc((size_t)c->width * sizeof(float)))) return cli_error(c->name, "out of memory");
+    return drive(c);
+}
+
+static bool grow(void **p, size_t count, size_t size) {
+    size_t bytes;
+    if (__builtin_mul_overflow(count, size, &bytes)) return false;
+    void *np = realloc(*p, bytes ? bytes : 1);
+    if (!np) return false;
+    *p = np;
+    return true;
+}
+
+/* ---- tokenize ------------------------------------------------------------------------------- */
+
+static bert8_status tokenize_compute(tcmd *c, int64_t n, const char *const *a, const char *const *b) {
+    return text_runner_encode(&c->r, n, a, b, &c->ep);
+}
+
+static void print_ids(const int32_t *v, int64_t n, bool null_negative) {
+    putchar('[');
+    for (int64_t i = 0; i < n; i++) {
+        if (i) putchar(',');
+        if (null_negative && v[i] < 0) fputs("null", stdout);
+        else printf("%d", v[i]);
+    }
+    putchar(']');
+}
+
+static void tokenize_print(tcmd *c, const item *it, int64_t k) {
+    const bert8_encoding *e = &c->r.enc;
+    const int64_t T = e->seq, L = e->lengths[k];
+    const int64_t *off = e->offsets + 2 * k * T;
+    const int32_t *seq = e->sequence_ids + k * T;
+    text_chars ca, cb;
+    text_chars_init(&ca, it->a, strlen(it->a));
+    text_chars_init(&cb, it->b ? it->b : "", it->b ? strlen(it->b) : 0);
+    print_head(it);
+    printf("\"input_ids\":");
+    print_ids(e->input_ids + k * T, L, false);
+    printf(",\"token_type_ids\":");
+    print_ids(e->token_type_ids + k * T, L, false);
+    printf(",\"tokens\":[");
+    for (int64_t j = 0; j < L; j++) {
+        const char *s = bert8_tokenizer_id_to_token(c->r.tok, e->input_ids[k * T + j]);
+        if (j) putchar(',');
+        cli_print_json_string(stdout, s ? s : "");
+    }
+    printf("],\"offsets\":[");
+    for (int64_t j = 0; j < L; j++) {
+        text_chars *tc = seq[j] == 1 ? &cb : &ca;
+        int64_t s = seq[j] < 0 ? 0 : text_chars_at(tc, off[2 * j]), f = seq[j] < 0 ? 0 : text_chars_at(tc, off[2 * j + 1]);
+        printf("%s[%lld,%lld]", j ? "," : "", (long long)s, (long long)f);
+    }
+    printf("],\"byte_offsets\":[");
+    for (int64_t j = 0; j < L; j++)
+        printf("%s[%lld,%lld]", j ? "," : "", (long long)off[2 * j], (long long)off[2 * j + 1]);
+    printf("],\"sequence_ids\":");
+    print_ids(seq, L, true);
+    printf(",\"word_ids\":");
+    print_ids(e->word_ids + k * T, L, true);
+    printf("}\n");
+}
+
+/* ---- classify ------------------------------------------------------------------------------ */
+
+static int classify_chunk(void *ctx, const bert8_outputs *o, int64_t row0, int64_t n) {
+    tcmd *c = ctx;
+    const int64_t L = c->width;
+    if (!o->logits.data || o->logits.ndim != 2 || o->logits.shape[1] != L) return 1;
+    for (int64_t i = 0; i < n; i++)
+        memcpy(c->out + c->r.enc.row_input[row0 + i] * L, o->logits.data + i * L, (size_t)L * sizeof(float));
+    return 0;
+}
+
+static bert8_status classify_compute(tcmd *c, int64_t n, const char *const *a, const char *const *b) {
+    bert8_status st = text_runner_encode(&c->r, n, a, b, &c->ep);
+    if (st) return st;
+    if (!grow((void **)&c->out, (size_t)n * (size_t)c->width, sizeof(float))) {
+        snprintf(c->r.err, sizeof c->r.err, "out of memory");
+        return BERT8_ERR_NOMEM;
+    }
+    return text_runner_forward(&c->r, classify_chunk, c);
+}
+
+static void classify_print(tcmd *c, const item *it, int64_t k) {
+    const int64_t L = c->width;
+    const float *lg = c->out + k * L;
+    print_head(it);
+    if (L == 1) { /* a regression head: the value itself */
+        printf("\"score\":");
+        cli_print_float(stdout, lg[0]);
+    } else {
+        float *p = c->tmp;
+        int64_t best = text_softmax(lg, L, p);
+        printf("\"label\":");
+        cli_print_json_string(stdout, bert8_model_label(c->r.model, best));
+        printf(",\"label_id\":%lld,\"score\":", (long long)best);
+        cli_print_float(stdout, p[best]);
+        printf(",\"scores\":{");
+        for (int64_t j = 0; j < L; j++) {
+            if (j) putchar(',');
+            cli_print_json_string(stdout, bert8_model_label(c->r.model, j));
+            putchar(':');
+            cli_print_float(stdout, p[j]);
+        }
+        putchar('}');
+    }
+    if (c->logits) {
+        printf(",\"logits\":");
+        print_floats(lg, L);
+    }
+    printf("}\n");
+}
+
+/* ---- embed --------------------------------------------------------------------------------- */
+
+static int embed_chunk(void *ctx, const bert8_outputs *o, int64_t row0, int64_t n) {
+    tcmd *c = ctx;
+    const bert8_tensor *h = &o->last_hidden_state;
+    if (!h->data || h->ndim != 3 || h->shape[2] != c->width) return 1;
+    const int64_t T = h->shape[1], H = h->shape[2], S = c->r.enc.seq;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t row = row0 + i;
+        float *dst = c->out + c->r.enc.row_input[row] * H;
+        const float *x = h->data + i * T * H;
+        const int32_t *mask = c->r.enc.attention_mask + row * S;
+        if (c->pool == POOL_CLS) {
+            memcpy(dst, x, (size_t)H * sizeof(float));
+        } else {
+            int64_t cnt = 0;
+            for (int64_t d = 0; d < H; d++) dst[d] = c->pool == POOL_MAX ? -INFINITY : 0.0f;
+            for (int64_t t = 0; t < T; t++) {
+                if (!mask[t]) continue;
+                cnt++;
+                for (int64_t d = 0; d < H; d++)
+                    dst[d] = c->pool == POOL_MAX ? fmaxf(dst[d], x[t * H + d]) : dst[d] + x[t * H + d];
+            }
+            if (c->pool == POOL_MEAN)
+                for (int64_t d = 0; d < H; d++) dst[d] /= (float)(cnt ? cnt : 1);
+        }
+        if (c->normalize) {
+            double ss = 0;
+            for (int64_t d = 0; d < H; d++) ss += (double)dst[d] * dst[d];
+            /* sentence-transformers' Normalize: x / max(||x||, 1e-12) */
+            double inv = 1.0 / fmax(sqrt(ss), 1e-12);
+            for (int64_t d = 0; d < H; d++) dst[d] = (float)(dst[d] * inv);
+        }
+    }
+    return 0;
+}
+
+static bert8_status embed_compute(tcmd *c, int64_t n, const char *const *a, const char *const *b) {
+    bert8_status st = text_runner_encode(&c->r, n, a, b, &c->ep);
+    if (st) return st;
+    if (!grow((void **)&c->out, (size_t)n * (size_t)c->width, sizeof(float))) {
+        snprintf(c->r.err, sizeof c->r.err, "out of memory");
+        return BERT8_ERR_NOMEM;
+    }
+    return text_runner_forward(&c->r, embed_chunk, c);
+}
+
+static void embed_print(tcmd *c, const item *it, int64_t k) {
+    print_head(it);
+    printf("\"embedding\":");
+    print_floats(c->out + k * c->width, c->width);
+    printf("}\n");
+}
+
+/* The pooling a sentence-transformers folder asks for (1_Pooling/config.json), and whether
+ * it normalises (a Normalize module in modules.json). Returns false on an unusable file. */
+static bool read_st_config(const char *cmd, const char *dir, pooling *pool, bool *normalize) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/1_Pooling/config.json", dir);
+    FILE *f = fopen(path, "rb");
+    if (f) {
+        char buf[8192];
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        cJSON *root = cJSON_Parse(buf);
+        if (!root) {
+            cli_error(cmd, "%s is not valid JSON", path);
+            return false;
+        }
+        static const struct {
+            const char *key;
+            pooling p;
+        } modes[] = {{"pooling_mode_cls_token", POOL_CLS}, {"pooling_mode_mean_tokens", POOL_MEAN},
+                     {"pooling_mode_max_tokens", POOL_MAX}, {"pooling_mode_mean_sqrt_len_tokens", POOL_UNSET},
+                     {"pooling_mode_weightedmean_tokens", POOL_UNSET}, {"pooling_mode_lasttoken", POOL_UNSET}};
+        int on = 0;
+        bool ok = true;
+        for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
+            if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, modes[i].key))) continue;
+            on++;
+            if (modes[i].p == POOL_UNSET) {
+                cli_error(cmd, "%s: %s is not supported (use --pooling cls|mean|max)", path, modes[i].key);
+                ok = false;
+            } else if (*pool == POOL_UNSET) {
+                *pool = modes[i].p;
+            }
+        }
+        cJSON_Delete(root);
+        if (ok && on > 1) {
+            cli_error(cmd, "%s: several pooling modes are on (concatenated); choose one with --pooling", path);
+            ok = false;
+        }
+        if (!ok) return false;
+    }
+    snprintf(path, sizeof path, "%s/modules.json", dir);
+    if ((f = fopen(path, "rb"))) {
+        char buf[8192];
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        if (strstr(buf, "sentence_transformers.models.Normalize")) *normalize = true;
+    }
+    return true;
+}
+
+/* ---- qa ------------------------------------------------------------------------------------ */
+
+static int qa_chunk(void *ctx, const bert8_outputs *o, int64_t row0, int64_t n) {
+    tcmd *c = ctx;
+    const bert8_encoding *e = &c->r.enc;
+    if (!o->start_logits.data || !o->end_logits.data || o->start_logits.shape[1] != e->seq) return 1;
+    for (int64_t i = 0; i < n; i++)
+        text_qa_scan(e, row0 + i, o->start_logits.data + i * e->seq, o->end_logits.data + i * e->seq,
+                     c->max_answer, c->prob, &c->spans[e->row_input[row0 + i]]);
+    return 0;
+}
+
+static bert8_status qa_compute(tcmd *c, int64_t n, const char *const *a, const char *const *b) {
+    bert8_status st = text_runner_encode_qa(&c->r, n, a, b, &c->ep);
+    if (st) return st;
+    if (!grow((void **)&c->spans, (size_t)n, sizeof *c->spans)) {
+        snprintf(c->r.err, sizeof c->r.err, "out of memory");
+        return BERT8_ERR_NOMEM;
+    }
+    memset(c->spans, 0, (size_t)n * sizeof *c->spans);
+    return text_runner_forward(&c->r, qa_chunk, c);
+}
+
+static void qa_print(tcmd *c, const item *it, int64_t k) {
+    const text_qa_span *s = &c->spans[k];
+    print_head(it);
+    if (!s->found) {
+        printf("\"answer\":null,\"score\":null}\n");
+        return;
+    }
+    size_t len = strlen(it->b);
+    int64_t b0 = s->start < 0 ? 0 : (s->start > (int64_t)len ? (int64_t)len : s->start);
+    int64_t b1 = s->end < b0 ? b0 : (s->end > (int64_t)len ? (int64_t)len : s->end);
+    trim_span(it->b, &b0, &b1);
+    text_chars tc;
+    text_chars_init(&tc, it->b, len);
+    printf("\"answer\":");
+    text_print_json_bytes(stdout, it->b + b0, (size_t)(b1 - b0));
+    printf(",\"score\":");
+    cli_print_float(stdout, (float)s->score);
+    putchar(',');
+    print_span(&tc, b0, b1);
+    printf("}\n");
+}
+
+/* ---- ner ----------------------------------------------------------------------------------- */
+
+static int ner_chunk(void *ctx, const bert8_outputs *o, int64_t row0, int64_t n) {
+    tcmd *c = ctx;
+    const bert8_encoding *e = &c->r.enc;
+    const bert8_tensor *lg = &o->logits;
+    const int64_t T = e->seq, L = c->width;
+    if (!lg->data || lg->ndim != 3 || lg->shape[1] != T || lg->shape[2] != L) return 1;
+    float *p = c->tmp;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t row = row0 + i, in = e->row_input[row];
+        const int32_t *seq = e->sequence_ids + row * T, *wid = e->word_ids + row * T;
+        const int64_t *off = e->offsets + 2 * row * T;
+        int64_t c0 = -1, c1 = -1;
+        for (int64_t t = 0; t < T; t++)
+            if (seq[t] == 0) {
+                if (c0 < 0) c0 = t;
+                c1 = t;
+            }
+        for (int64_t t = 0; t < T; t++) {
+            if (seq[t] != 0 || wid[t] < 0 || wid[t] >= c->word_count[in]) continue;
+            ner_word *w = &c->words[c->word_base[in] + wid[t]];
+            int64_t s = off[2 * t], f = off[2 * t + 1];
+            int64_t ctx_t = t - c0 < c1 - t ? t - c0 : c1 - t;
+            /* The first sub-token is the one that starts first; in overlapping windows the
+             * copy with more context on both sides decides. */
+            bool take = !w->seen || s < w->start || (s == w->start && f < w->first_end) ||
+                        (s == w->start && f == w->first_end && ctx_t > w->ctx);
+            if (!w->seen || f > w->end) w->end = f;
+            if (!take) continue;
+            if (!w->seen || s < w->start) w->start = s;
+            w->seen = true;
+            w->first_end = f;
+            w->ctx = ctx_t;
+            w->label = (int32_t)text_softmax(lg->data + (i * T + t) * L, L, p);
+            w->score = p[w->label];
+        }
+    }
+    return 0;
+}
+
+static bert8_status ner_compute(tcmd *c, int64_t n, const char *const *a, const char *const *b) {
+    (void)b;
+    bert8_status st = text_runner_encode(&c->r, n, a, NULL, &c->ep);
+    if (st) return st;
+    const bert8_encoding *e = &c->r.enc;
+    if (!grow((void **)&c->word_base, (size_t)n, sizeof(int64_t)) ||
+        !grow((void **)&c->word_count, (size_t)n, sizeof(int64_t)))
+        goto oom;
+    memset(c->word_count, 0, (size_t)n * sizeof(int64_t));
+    for (int64_t r = 0; r < e->rows; r++)
+        for (int64_t t = 0; t < e->lengths[r]; t++) {
+            int64_t w = e->word_ids[r * e->seq + t];
+            if (w >= c->word_count[e->row_input[r]]) c->word_count[e->row_input[r]] = w + 1;
+        }
+    size_t total = 0;
+    for (int64_t i = 0; i < n; i++) {
+        c->word_base[i] = (int64_t)total;
+        total += (size_t)c->word_count[i];
+    }
+    if (!grow((void **)&c->words, total, sizeof *c->words)) goto oom;
+    memset(c->words, 0, total * sizeof *c->words);
+    return text_runner_forward(&c->r, ner_chunk, c);
+oom:
+    snprintf(c->r.err, sizeof c->r.err, "out of memory");
+    return BERT8_ERR_NOMEM;
+}
+
+/* Splits a label into its entity type and whether it begins an entity (B-). "O" is outside. */
+static const char *entity_type(const char *label, bool *begin) {
+    *begin = false;
+    if (!label || !strcmp(label, "O")) return NULL;
+    if ((label[0] == 'B' || label[0] == 'I') && (label[1] == '-' || label[1] == '_')) {
+        *begin = label[0] == 'B';
+        return label + 2;
+    }
+    return label;
+}
+
+static void print_entity(const char *text, text_chars *tc, const char *type, int64_t b0, int64_t b1, double sum,
+                         int64_t nw, bool first) {
+    printf("%s{\"entity_group\":", first ? "" : ",");
+    cli_print_json_string(stdout, type);
+    printf(",\"score\":");
+    cli_print_float(stdout, (float)(sum / (double)nw));
+    printf(",\"word\":");
+    text_print_json_bytes(stdout, text + b0, (size_t)(b1 - b0));
+    putchar(',');
+    print_span(tc, b0, b1);
+    putchar('}');
+}
+
+static void ner_print(tcmd *c, const item *it, int64_t k) {
+    ner_word *w = c->words + c->word_base[k];
+    const int64_t nw = c->word_count[k];
+    const size_t len = strlen(it->a);
+    text_chars tc;
+    text_chars_init(&tc, it->a, len);
+    print_head(it);
+    printf("\"words\":[");
+    bool first = true;
+    for (int64_t i = 0; i < nw; i++) {
+        if (!w[i].seen) continue;
+        trim_span(it->a, &w[i].start, &w[i].end);
+        printf("%s{\"word\":", first ? "" : ",");
+        text_print_json_bytes(stdout, it->a + w[i].start, (size_t)(w[i].end - w[i].start));
+        printf(",\"entity\":");
+        cli_print_json_string(stdout, bert8_model_label(c->r.model, w[i].label));
+        printf(",\"score\":");
+        cli_print_float(stdout, w[i].score);
+        putchar(',');
+        print_span(&tc, w[i].start, w[i].end);
+        putchar('}');
+        first = false;
+    }
+    /* Entities: consecutive words of one type; B- starts a new one, I- (or a bare label)
+     * continues the open entity of its type. The score is the mean of the word scores. */
+    printf("],\"entities\":[");
+    first = true;
+    const char *open = NULL;
+    int64_t b0 = 0, b1 = 0, cnt = 0;
+    double sum = 0;
+    for (int64_t i = 0; i <= nw; i++) {
+        if (i < nw && !w[i].seen) continue;
+        bool begin = false;
+        const char *type = i < nw ? entity_type(bert8_model_label(c->r.model, w[i].label), &begin) : NULL;
+        if (open && (!type || begin || strcmp(type, open))) {
+            print_entity(it->a, &tc, open, b0, b1, sum, cnt, first);
+            first = false;
+            open = NULL;
+        }
+        if (!type) continue;
+        if (!open) {
+            open = type;
+            b0 = w[i].start;
+            sum = 0;
+            cnt = 0;
+        }
+        b1 = w[i].end;
+        sum += w[i].score;
+        cnt++;
+    }
+    printf("]}\n");
+}
+
+/* ---- commands ------------------------------------------------------------------------------- */
+
+static void tcmd_free(tcmd *c) {
+    text_runner_close(&c->r);
+    free(c->out);
+    free(c->tmp);
+    free(c->spans);
+    free(c->words);
+    free(c->word_base);
+    free(c->word_count);
+}
+
+/* Options every text command takes; returns false (after printing why) on a bad value. */
+static bool common_options(tcmd *c, cli_args *a, long *threads, long *max_len) {
+    const char *v;
+    long x;
+    c->batch = 32;
+    c->max_line = (size_t)1 << 22;
+    *threads = 0;
+    *max_len = 0;
+    c->plain = cli_flag(a, "--plain");
+    c->strict = cli_flag(a, "--strict");
+    if ((v = cli_opt(a, "--batch"))) {
+        if (!cli_int(c->name, "--batch", v, 1, MAX_BATCH, &x)) return false;
+        c->batch = x;
+    }
+    if ((v = cli_opt(a, "--threads")) && !cli_int(c->name, "--threads", v, 0, 1024, threads)) return false;
+    if ((v = cli_opt(a, "--max-length")) && !cli_int(c->name, "--max-length", v, 8, 1 << 20, max_len))
+        return false;
+    if ((v = cli_opt(a, "--max-line-bytes"))) {
+        if (!cli_int(c->name, "--max-line-bytes", v, 1, 1L << 30, &x)) return false;
+        c->max_line = (size_t)x;
+    }
+    return true;
+}
+
+/* Opens the model, checks the head and settles max_len; false after printing why. */
+static bool open_model(tcmd *c, const char *dir, long threads, long max_len, int need_head, int64_t dflt_len) {
+    if (!text_runner_open(&c->r, c->name, dir, c->with_model, (int)threads, c->batch)) return false;
+    if (c->with_model && need_head >= 0 && c->r.info->head != (bert8_head)need_head) {
+        static const char *what[] = {"a base model", "a sequence classification model", "a token classification model",
+                                     "a question answering model"};
+        cli_error(c->name, "%s is not %s (architecture \"%s\")", dir, what[need_head], c->r.info->architecture);
+        return false;
+    }
+    if (max_len > 0 && c->with_model && max_len > c->r.max_tokens) {
+        cli_error(c->name, "--max-length %ld exceeds the model's limit of %lld tokens", max_len,
+                  (long long)c->r.max_tokens);
+        return false;
+    }
+    c->max_len = max_len > 0 ? max_len : (dflt_len > 0 && dflt_len < c->r.max_tokens ? dflt_len : c->r.max_tokens);
+    return true;
+}
+
+static int finish(tcmd *c, cli_args *a, const char *dir, long threads, long max_len, int head, int64_t dflt_len) {
+    const char *left = cli_leftover(a);
+    int rc = 1;
+    if (left) cli_error(c->name, "unknown argument \"%s\"", left);
+    else if (open_model(c, dir, threads, max_len, head, dflt_len)) rc = -1;
+    return rc;
+}
+
+int cmd_tokenize(int argc, char **argv) {
+    tcmd c = {.name = "tokenize", .fa = "text", .fb = "text_pair"};
+    cli_args a;
+    cli_args_init(&a, argc, argv);
+    long threads, max_len;
+    if (!common_options(&c, &a, &threads, &max_len)) return 1;
+    bool nospecial = cli_flag(&a, "--no-special-tokens");
+    const char *dir = cli_positional(&a);
+    int rc = finish(&c, &a, dir, threads, max_len, -1, 0);
+    if (rc < 0) {
+        c.ep = bert8_default_encode_params();
+        c.ep.add_special_tokens = !nospecial;
+        if (max_len > 0) {
+            c.ep.truncation = BERT8_TRUNCATE_LONGEST_FIRST;
+            c.ep.max_length = max_len;
+        }
+        c.compute = tokenize_compute;
+        c.print = tokenize_print;
+        rc = drive(&c);
+    }
+    tcmd_free(&c);
+    return rc;
+}
+
+int cmd_classify(int argc, char **argv) {
+    tcmd c = {.name = "classify", .fa = "text", .fb = "text_pair", .with_model = true};
+    cli_args a;
+    cli_args_init(&a, argc, argv);
+    long threads, max_len;
+    if (!common_options(&c, &a, &threads, &max_len)) return 1;
+    c.logits = cli_flag(&a, "--logits");
+    const char *dir = cli_positional(&a);
+    int rc = finish(&c, &a, dir, threads, max_len, BERT8_HEAD_SEQ_CLS, 0);
+    if (rc < 0) {
+        c.width = c.r.info->num_labels;
+        c.ep = bert8_default_encode_params();
+        c.ep.truncation = BERT8_TRUNCATE_LONGEST_FIRST;
+        c.ep.max_length = c.max_len;
+        c.compute = classify_compute;
+        c.print = classify_print;
+        rc = drive_labels(&c);
+    }
+    tcmd_free(&c);
+    return rc;
+}
+
+int cmd_embed(int argc, char **argv) {
+    tcmd c = {.name = "embed", .fa = "text", .fb = "text_pair", .with_model = true};
+    cli_args a;
+    cli_args_init(&a, argc, argv);
+    long threads, max_len;
+    if (!common_options(&c, &a, &threads, &max_len)) return 1;
+    const char *pool = cli_opt(&a, "--pooling");
+    bool norm_flag = cli_flag(&a, "--normalize"), no_norm = cli_flag(&a, "--no-normalize");
+    if (pool) {
+        if (!strcmp(pool, "cls")) c.pool = POOL_CLS;
+        else if (!strcmp(pool, "mean")) c.pool = POOL_MEAN;
+        else if (!strcmp(pool, "max")) c.pool = POOL_MAX;
+        else return cli_error(c.name, "--pooling must be cls, mean or max, not \"%s\"", pool);
+    }
+    const char *dir = cli_positional(&a);
+    if (dir && !read_st_config(c.name, dir, &c.pool, &c.normalize)) return 1;
+    if (c.pool == POOL_UNSET) c.pool = POOL_MEAN;
+    if (norm_flag) c.normalize = true;
+    if (no_norm) c.normalize = false;
+    int rc = finish(&c, &a, dir, threads, max_len, -1, 0);
+    if (rc < 0) {
+        c.width = c.r.info->hidden_size;
+        c.ep = bert8_default_encode_params();
+        c.ep.truncation = BERT8_TRUNCATE_LONGEST_FIRST;
+        c.ep.max_length = c.max_len;
+        c.compute = embed_compute;
+        c.print = embed_print;
+        rc = drive(&c);
+    }
+    tcmd_free(&c);
+    return rc;
+}
+
+int cmd_qa(int argc, char **argv) {
+    tcmd c = {.name = "qa", .fa = "question", .fb = "context", .pair_needed = true, .with_model = true};
+    cli_args a;
+    cli_args_init(&a, argc, argv);
+    long threads, max_len, stride = -1, max_answer = 30;
+    if (!common_options(&c, &a, &threads, &max_len)) return 1;
+    const char *v;
+    if ((v = cli_opt(&a, "--stride")) && !cli_int(c.name, "--stride", v, 0, 1 << 20, &stride)) return 1;
+    if ((v = cli_opt(&a, "--max-answer-len")) && !cli_int(c.name, "--max-answer-len", v, 1, 1 << 20, &max_answer))
+        return 1;
+    c.prob = true;
+    if ((v = cli_opt(&a, "--score"))) {
+        if (strcmp(v, "prob") && strcmp(v, "logit")) return cli_error(c.name, "--score must be prob or logit");
+        c.prob = !strcmp(v, "prob");
+    }
+    const char *dir = cli_positional(&a);
+    int rc = finish(&c, &a, dir, threads, max_len, BERT8_HEAD_QA, 384);
+    if (rc < 0 && stride >= c.max_len / 2) {
+        rc = cli_error(c.name, "--stride %ld must be below half of max_length %lld", stride, (long long)c.max_len);
+    } else if (rc < 0) {
+        c.max_answer = max_answer;
+        c.stride = stride >= 0 ? stride : (c.max_len / 3 < 128 ? c.max_len / 3 : 128);
+        c.ep = bert8_default_encode_params();
+        c.ep.truncation = BERT8_TRUNCATE_ONLY_SECOND;
+        c.ep.max_length = c.max_len;
+        c.ep.return_overflow = 1;
+        c.ep.stride = c.stride;
+        c.compute = qa_compute;
+        c.print = qa_print;
+        rc = drive(&c);
+    }
+    tcmd_free(&c);
+    return rc;
+}
+
+int cmd_ner(int argc, char **argv) {
+    tcmd c = {.name = "ner", .fa = "text", .with_model = true};
+    cli_args a;
+    cli_args_init(&a, argc, argv);
+    long threads, max_len, stride = -1;
+    if (!common_options(&c, &a, &threads, &max_len)) return 1;
+    const char *v;
+    if ((v = cli_opt(&a, "--stride")) && !cli_int(c.name, "--stride", v, 0, 1 << 20, &stride)) return 1;
+    const char *dir = cli_positional(&a);
+    int rc = finish(&c, &a, dir, threads, max_len, BERT8_HEAD_TOKEN_CLS, 0);
+    if (rc < 0 && stride >= c.max_len / 2) {
+        rc = cli_error(c.name, "--stride %ld must be below half of max_length %lld", stride, (long long)c.max_len);
+    } else if (rc < 0) {
+        c.width = c.r.info->num_labels;
+        c.stride = stride >= 0 ? stride : c.max_len / 4;
+        c.ep = bert8_default_encode_params();
+        c.ep.truncation = BERT8_TRUNCATE_ONLY_FIRST;
+        c.ep.max_length = c.max_len;
+        c.ep.return_overflow = 1;
+        c.ep.stride = c.stride;
+        c.compute = ner_compute;
+        c.print = ner_print;
+        rc = drive_labels(&c);
+    }
+    tcmd_free(&c);
+    return rc;
+}
