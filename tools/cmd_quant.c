@@ -284,6 +284,7 @@ int cmd_bench(int argc, char **argv) {
     const char *bs = cli_opt(&a, "--batch"), *ss = cli_opt(&a, "--seq"), *th = cli_opt(&a, "--threads");
     const char *scheme_s = cli_opt(&a, "--scheme"), *calib = cli_opt(&a, "--calib"), *it = cli_opt(&a, "--iters");
     const char *alpha_s = cli_opt(&a, "--alpha"), *columns = cli_opt(&a, "--column");
+    const char *samples_s = cli_opt(&a, "--samples");
     bool json = cli_flag(&a, "--json");
     const char *dir = cli_positional(&a), *left = cli_leftover(&a);
     if (left) return cli_error(C, "unknown argument \"%s\"", left);
@@ -292,6 +293,8 @@ int cmd_bench(int argc, char **argv) {
     if (ss && !cli_int(C, "--seq", ss, 1, 65536, &S)) return 1;
     if (th && !cli_int(C, "--threads", th, 1, 1024, &threads)) return 1;
     if (it && !cli_int(C, "--iters", it, 1, 100000, &iters)) return 1;
+    long samples = 256;
+    if (samples_s && !cli_int(C, "--samples", samples_s, 1, 10000000, &samples)) return 1;
     bert8_quant_params p = bert8_default_quant_params();
     if (!parse_scheme(C, scheme_s, &p.scheme) || !parse_alpha(C, alpha_s, &p.alpha, &p.smooth)) return 1;
     bert8_model *m = cli_load_model(C, dir, (int)threads), *q = NULL;
@@ -329,7 +332,7 @@ int cmd_bench(int argc, char **argv) {
             cli_error(C, "--calib needs the model's tokenizer: %s", err);
             goto out;
         }
-        if (read_texts(C, calib, columns, 256, &t)) goto out;
+        if (read_texts(C, calib, columns, samples, &t)) goto out;
         calib_desc = calib;
     } else if (have_tok) {
         for (size_t i = 0; i < sizeof SAMPLE_TEXT / sizeof *SAMPLE_TEXT; i++) texts_add(&t, SAMPLE_TEXT[i], NULL);
@@ -344,7 +347,7 @@ int cmd_bench(int argc, char **argv) {
         batches = &rnd;
         nb = 1;
     }
-    p.max_samples = 256;
+    p.max_samples = samples;
     if (!json) fprintf(stderr, "bench: quantizing %s (%s), calibration on %s\n", dir,
                        p.scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic", calib_desc);
     bert8_status st = bert8_quantize(m, batches, (size_t)nb, &p, &q, err, sizeof err);
