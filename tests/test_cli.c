@@ -56,12 +56,14 @@ typedef struct run_out {
 static void run_free(run_out *r) {
     free(r->out);
     free(r->err);
-    for (int i = 0; i < r->n; i++) cJSON_Delete(r->lines[i]);
+    for (int i = 0; i < r->n; i++)
+        cJSON_Delete(r->lines[i]);
     memset(r, 0, sizeof *r);
 }
 
 /* Runs `bert8 ARGS` with the given stdin bytes; parses stdout as JSON lines. */
-static run_out run_cli(const void *input, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static run_out run_cli(const void *input, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static run_out run_cli(const void *input, size_t len, const char *fmt, ...) {
     run_out r;
     memset(&r, 0, sizeof r);
@@ -85,6 +87,8 @@ static run_out run_cli(const void *input, size_t len, const char *fmt, ...) {
     r.err = slurp(err, NULL);
     if (!r.out) r.out = strdup("");
     if (!r.err) r.err = strdup("");
+    /* Under -DBERT8_SANITIZE a report also exits 1, which bad-input runs expect: look for it. */
+    CHECKF(!strstr(r.err, "Sanitizer") && !strstr(r.err, "runtime error"), "bert8 %s: %s", args, r.err);
     for (char *p = r.out; p && *p && r.n < 512;) {
         char *nl = strchr(p, '\n');
         size_t n = nl ? (size_t)(nl - p) : strlen(p);
@@ -178,10 +182,13 @@ static int shrink_classifier(const char *dir, int64_t keep) {
         items[i].dtype = t->dtype;
         items[i].ndim = t->ndim;
         memcpy(items[i].shape, t->shape, sizeof t->shape);
-        if (!strcmp(t->name, "classifier.weight") || !strcmp(t->name, "classifier.bias")) items[i].shape[0] = keep;
+        if (!strcmp(t->name, "classifier.weight") || !strcmp(t->name, "classifier.bias"))
+            items[i].shape[0] = keep;
         copies[i] = malloc(t->nbytes ? t->nbytes : 1);
-        if (!copies[i]) rc = -1;
-        else memcpy(copies[i], t->data, t->nbytes); /* the first rows are a prefix */
+        if (!copies[i])
+            rc = -1;
+        else
+            memcpy(copies[i], t->data, t->nbytes); /* the first rows are a prefix */
         items[i].data = copies[i];
     }
     if (!rc) {
@@ -191,7 +198,8 @@ static int shrink_classifier(const char *dir, int64_t keep) {
         rc = b8_st_write(tmp, items, n, NULL, &e) ? -1 : 0;
         if (!rc) rc = rename(tmp, path);
     }
-    for (size_t i = 0; copies && i < n; i++) free(copies[i]);
+    for (size_t i = 0; copies && i < n; i++)
+        free(copies[i]);
     free(copies);
     free(items);
     b8_st_close(st);
@@ -258,7 +266,8 @@ static void golden_rows_free(golden_rows *g) {
 
 static int64_t case_length(const cJSON *root, int kase, int row) {
     const cJSON *cs = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "cases"), kase);
-    return (int64_t)cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cs, "lengths"), row)->valuedouble;
+    return (int64_t)cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cs, "lengths"), row)
+        ->valuedouble;
 }
 
 /* ---- tokenize --------------------------------------------------------------------------- */
@@ -280,25 +289,33 @@ static void check_tokenize_golden(const char *model, bool types) {
         const cJSON *ids = cJSON_GetObjectItemCaseSensitive(r.lines[i], "input_ids");
         const cJSON *tt = cJSON_GetObjectItemCaseSensitive(r.lines[i], "token_type_ids");
         const cJSON *toks = cJSON_GetObjectItemCaseSensitive(r.lines[i], "tokens");
-        const cJSON *gtoks = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(c.json, "tokens"), g.row[i]);
-        CHECKF(cJSON_GetArraySize(ids) == L, "%s input %d: %d ids, golden %lld", model, i, cJSON_GetArraySize(ids),
-               (long long)L);
+        const cJSON *gtoks =
+            cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(c.json, "tokens"), g.row[i]);
+        CHECKF(cJSON_GetArraySize(ids) == L, "%s input %d: %d ids, golden %lld", model, i,
+               cJSON_GetArraySize(ids), (long long)L);
         int bad = 0;
         for (int64_t j = 0; j < L && j < cJSON_GetArraySize(ids); j++) {
             bad += cJSON_GetArrayItem(ids, (int)j)->valueint != c.ids[g.row[i] * c.T + j];
-            bad += cJSON_GetArrayItem(tt, (int)j)->valueint != (types ? c.types[g.row[i] * c.T + j] : 0);
-            const char *a = cJSON_GetArrayItem(toks, (int)j)->valuestring, *b = cJSON_GetArrayItem(gtoks, (int)j)->valuestring;
+            bad += cJSON_GetArrayItem(tt, (int)j)->valueint !=
+                   (types ? c.types[g.row[i] * c.T + j] : 0);
+            const char *a = cJSON_GetArrayItem(toks, (int)j)->valuestring,
+                       *b = cJSON_GetArrayItem(gtoks, (int)j)->valuestring;
             bad += !a || !b || strcmp(a, b);
         }
-        CHECKF(bad == 0, "%s input %d (\"%s\"): %d ids/types/tokens differ from transformers", model, i, g.text[i], bad);
+        CHECKF(bad == 0, "%s input %d (\"%s\"): %d ids/types/tokens differ from transformers",
+               model, i, g.text[i], bad);
         golden_case_free(&c);
     }
     run_free(&r);
     golden_rows_free(&g);
 }
 
-TEST(tokenize_matches_golden_ids_bert) { check_tokenize_golden("bert_e2e", true); }
-TEST(tokenize_matches_golden_ids_xlmr) { check_tokenize_golden("xlmr_e2e", false); }
+TEST(tokenize_matches_golden_ids_bert) {
+    check_tokenize_golden("bert_e2e", true);
+}
+TEST(tokenize_matches_golden_ids_xlmr) {
+    check_tokenize_golden("xlmr_e2e", false);
+}
 
 TEST(tokenize_plain_lines_tab_pairs_and_offsets) {
     const char *in = "How old are you?\tI am 6 years old.\nCaf\xC3\xA9 na\xC3\xAFve\n";
@@ -309,21 +326,27 @@ TEST(tokenize_plain_lines_tab_pairs_and_offsets) {
         static const int want[] = {2, 691, 333, 307, 834, 35, 3, 51, 614, 26, 833, 333, 18, 3};
         const cJSON *ids = cJSON_GetObjectItemCaseSensitive(r.lines[0], "input_ids");
         CHECK(cJSON_GetArraySize(ids) == 14);
-        for (int j = 0; j < 14 && j < cJSON_GetArraySize(ids); j++) CHECK(cJSON_GetArrayItem(ids, j)->valueint == want[j]);
+        for (int j = 0; j < 14 && j < cJSON_GetArraySize(ids); j++)
+            CHECK(cJSON_GetArrayItem(ids, j)->valueint == want[j]);
         /* "naïve": characters 5..10, bytes 6..12 */
-        const cJSON *co = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r.lines[1], "offsets"), 2);
-        const cJSON *bo = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r.lines[1], "byte_offsets"), 2);
-        CHECK(cJSON_GetArrayItem(co, 0)->valueint == 5 && cJSON_GetArrayItem(co, 1)->valueint == 10);
-        CHECK(cJSON_GetArrayItem(bo, 0)->valueint == 6 && cJSON_GetArrayItem(bo, 1)->valueint == 12);
+        const cJSON *co =
+            cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r.lines[1], "offsets"), 2);
+        const cJSON *bo =
+            cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r.lines[1], "byte_offsets"), 2);
+        CHECK(cJSON_GetArrayItem(co, 0)->valueint == 5 &&
+              cJSON_GetArrayItem(co, 1)->valueint == 10);
+        CHECK(cJSON_GetArrayItem(bo, 0)->valueint == 6 &&
+              cJSON_GetArrayItem(bo, 1)->valueint == 12);
     }
     run_free(&r);
 }
 
 TEST(tokenize_max_length_truncates) {
-    run_out r = run_str("one two three four five six seven eight nine ten eleven twelve\n", "tokenize '%s' --max-length 8",
-                        gpath("bert_e2e"), NULL);
+    run_out r = run_str("one two three four five six seven eight nine ten eleven twelve\n",
+                        "tokenize '%s' --max-length 8", gpath("bert_e2e"), NULL);
     CHECK(r.rc == 0 && r.n == 1);
-    if (r.n == 1) CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r.lines[0], "input_ids")) == 8);
+    if (r.n == 1)
+        CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r.lines[0], "input_ids")) == 8);
     run_free(&r);
 }
 
@@ -339,20 +362,23 @@ TEST(classify_scores_match_softmax_of_golden_logits) {
     for (int i = 0; i < g.n && i < r.n; i++) {
         golden_case c;
         if (golden_case_get(g.root, g.kase[i], &c)) continue;
-        const cJSON *lg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c.outputs, "logits"), "data");
+        const cJSON *lg = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(c.outputs, "logits"), "data");
         double l[3], mx = -1e30, sum = 0;
         int arg = 0;
         for (int k = 0; k < 3; k++) {
             l[k] = cJSON_GetArrayItem(lg, g.row[i] * 3 + k)->valuedouble;
             if (l[k] > mx) mx = l[k], arg = k;
         }
-        for (int k = 0; k < 3; k++) sum += exp(l[k] - mx);
+        for (int k = 0; k < 3; k++)
+            sum += exp(l[k] - mx);
         const cJSON *scores = cJSON_GetObjectItemCaseSensitive(r.lines[i], "scores");
         for (int k = 0; k < 3; k++) {
             char name[16];
             snprintf(name, sizeof name, "LABEL_%d", k);
             double want = exp(l[k] - mx) / sum, got = jnum(scores, name);
-            CHECKF(fabs(got - want) < 1e-4, "input %d class %d: %g vs golden softmax %g", i, k, got, want);
+            CHECKF(fabs(got - want) < 1e-4, "input %d class %d: %g vs golden softmax %g", i, k, got,
+                   want);
         }
         CHECK(jnum(r.lines[i], "label_id") == arg);
         char want[32];
@@ -374,7 +400,8 @@ TEST(classify_regression_head_prints_the_value) {
     if (r.n == 1) {
         CHECK(!cJSON_GetObjectItemCaseSensitive(r.lines[0], "label"));
         const cJSON *lg = cJSON_GetObjectItemCaseSensitive(r.lines[0], "logits");
-        CHECK(cJSON_GetArraySize(lg) == 1 && jnum(r.lines[0], "score") == cJSON_GetArrayItem(lg, 0)->valuedouble);
+        CHECK(cJSON_GetArraySize(lg) == 1 &&
+              jnum(r.lines[0], "score") == cJSON_GetArrayItem(lg, 0)->valuedouble);
     }
     run_free(&r);
 }
@@ -383,15 +410,19 @@ TEST(classify_regression_head_prints_the_value) {
 
 /* Pools golden last_hidden_state row `row` of a case: cls or the mean over the mask. */
 static void golden_pool(const golden_case *c, int row, bool cls, double *out, int H) {
-    const cJSON *h = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c->outputs, "last_hidden_state"), "data");
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(c->outputs, "last_hidden_state"), "data");
     int cnt = 0;
-    for (int d = 0; d < H; d++) out[d] = 0;
+    for (int d = 0; d < H; d++)
+        out[d] = 0;
     for (int64_t t = 0; t < (cls ? 1 : c->T); t++) {
         if (!c->mask[row * c->T + t]) continue;
         cnt++;
-        for (int d = 0; d < H; d++) out[d] += cJSON_GetArrayItem(h, (int)((row * c->T + t) * H + d))->valuedouble;
+        for (int d = 0; d < H; d++)
+            out[d] += cJSON_GetArrayItem(h, (int)((row * c->T + t) * H + d))->valuedouble;
     }
-    for (int d = 0; d < H; d++) out[d] /= cnt;
+    for (int d = 0; d < H; d++)
+        out[d] /= cnt;
 }
 
 static void check_embed(const char *dir, const char *flags, bool cls, bool norm) {
@@ -408,13 +439,15 @@ static void check_embed(const char *dir, const char *flags, bool cls, bool norm)
         if (golden_case_get(g.root, g.kase[i], &c)) continue;
         double want[32], nrm = 0, worst = 0;
         golden_pool(&c, g.row[i], cls, want, 32);
-        for (int d = 0; d < 32; d++) nrm += want[d] * want[d];
+        for (int d = 0; d < 32; d++)
+            nrm += want[d] * want[d];
         nrm = norm ? sqrt(nrm) : 1;
         const cJSON *e = cJSON_GetObjectItemCaseSensitive(r.lines[i], "embedding");
         CHECK(cJSON_GetArraySize(e) == 32);
         for (int d = 0; d < 32 && d < cJSON_GetArraySize(e); d++)
             worst = fmax(worst, fabs(cJSON_GetArrayItem(e, d)->valuedouble - want[d] / nrm));
-        CHECKF(worst < 1e-4, "%s input %d: max error %g against pooled golden hidden states", flags, i, worst);
+        CHECKF(worst < 1e-4, "%s input %d: max error %g against pooled golden hidden states", flags,
+               i, worst);
         golden_case_free(&c);
     }
     run_free(&r);
@@ -437,9 +470,12 @@ TEST(embed_follows_sentence_transformers_pooling_config) {
                        "\"pooling_mode_mean_tokens\": false, \"pooling_mode_max_tokens\": false}";
     CHECK(!tu_write_file(p, pool, strlen(pool)));
     snprintf(p, sizeof p, "%s/modules.json", d);
-    const char *mods = "[{\"idx\":0,\"name\":\"0\",\"path\":\"\",\"type\":\"sentence_transformers.models.Transformer\"},"
-                       "{\"idx\":1,\"name\":\"1\",\"path\":\"1_Pooling\",\"type\":\"sentence_transformers.models.Pooling\"},"
-                       "{\"idx\":2,\"name\":\"2\",\"path\":\"2_Normalize\",\"type\":\"sentence_transformers.models.Normalize\"}]";
+    const char *mods = "[{\"idx\":0,\"name\":\"0\",\"path\":\"\",\"type\":\"sentence_transformers."
+                       "models.Transformer\"},"
+                       "{\"idx\":1,\"name\":\"1\",\"path\":\"1_Pooling\",\"type\":\"sentence_"
+                       "transformers.models.Pooling\"},"
+                       "{\"idx\":2,\"name\":\"2\",\"path\":\"2_Normalize\",\"type\":\"sentence_"
+                       "transformers.models.Normalize\"}]";
     CHECK(!tu_write_file(p, mods, strlen(mods)));
     check_embed(d, "", true, true);
     check_embed(d, "--pooling mean --no-normalize", false, false); /* flags override */
@@ -449,8 +485,8 @@ TEST(embed_follows_sentence_transformers_pooling_config) {
 
 /* The best span recomputed from `tokenize` + `forward` outputs: context tokens only, start <=
  * end, at most 30 tokens, score = softmax(start)[s] * softmax(end)[e] over context tokens. */
-static void qa_reference(const char *dir, const char *question, const char *context, int64_t *b0, int64_t *b1,
-                         double *score) {
+static void qa_reference(const char *dir, const char *question, const char *context, int64_t *b0,
+                         int64_t *b1, double *score) {
     char *line = NULL;
     add_line(&line, "text", question, "text_pair", context);
     run_out t = run_cli(line, strlen(line), "tokenize '%s'", dir);
@@ -464,7 +500,8 @@ static void qa_reference(const char *dir, const char *question, const char *cont
     const cJSON *ids = cJSON_GetObjectItemCaseSensitive(t.lines[0], "input_ids");
     const cJSON *tt = cJSON_GetObjectItemCaseSensitive(t.lines[0], "token_type_ids");
     cJSON *req = cJSON_CreateObject();
-    cJSON *a = cJSON_AddArrayToObject(req, "input_ids"), *b = cJSON_AddArrayToObject(req, "token_type_ids");
+    cJSON *a = cJSON_AddArrayToObject(req, "input_ids"),
+          *b = cJSON_AddArrayToObject(req, "token_type_ids");
     cJSON_AddItemToArray(a, cJSON_Duplicate(ids, 1));
     cJSON_AddItemToArray(b, cJSON_Duplicate(tt, 1));
     char *js = cJSON_PrintUnformatted(req);
@@ -473,14 +510,17 @@ static void qa_reference(const char *dir, const char *question, const char *cont
     cJSON_Delete(req);
     run_out f = run_cli("", 0, "forward '%s' --input '%s'", dir, tmp_path("fwd.json"));
     if (f.n == 1 && f.lines[0]) {
-        const cJSON *sl = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(f.lines[0], "start_logits"), 0);
-        const cJSON *el = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(f.lines[0], "end_logits"), 0);
+        const cJSON *sl =
+            cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(f.lines[0], "start_logits"), 0);
+        const cJSON *el =
+            cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(f.lines[0], "end_logits"), 0);
         const cJSON *seq = cJSON_GetObjectItemCaseSensitive(t.lines[0], "sequence_ids");
         const cJSON *off = cJSON_GetObjectItemCaseSensitive(t.lines[0], "byte_offsets");
         int T = cJSON_GetArraySize(ids);
         double zs = 0, ze = 0;
         for (int k = 0; k < T; k++)
-            if (cJSON_GetArrayItem(seq, k)->valueint == 1 && cJSON_IsNumber(cJSON_GetArrayItem(seq, k))) {
+            if (cJSON_GetArrayItem(seq, k)->valueint == 1 &&
+                cJSON_IsNumber(cJSON_GetArrayItem(seq, k))) {
                 zs += exp(cJSON_GetArrayItem(sl, k)->valuedouble);
                 ze += exp(cJSON_GetArrayItem(el, k)->valuedouble);
             }
@@ -488,8 +528,11 @@ static void qa_reference(const char *dir, const char *question, const char *cont
         for (int s = 0; s < T; s++)
             for (int e = s; e < T && e - s < 30; e++) {
                 const cJSON *qs = cJSON_GetArrayItem(seq, s), *qe = cJSON_GetArrayItem(seq, e);
-                if (!cJSON_IsNumber(qs) || !cJSON_IsNumber(qe) || qs->valueint != 1 || qe->valueint != 1) continue;
-                double sc = exp(cJSON_GetArrayItem(sl, s)->valuedouble) / zs * exp(cJSON_GetArrayItem(el, e)->valuedouble) / ze;
+                if (!cJSON_IsNumber(qs) || !cJSON_IsNumber(qe) || qs->valueint != 1 ||
+                    qe->valueint != 1)
+                    continue;
+                double sc = exp(cJSON_GetArrayItem(sl, s)->valuedouble) / zs *
+                            exp(cJSON_GetArrayItem(el, e)->valuedouble) / ze;
                 if (sc > *score) {
                     *score = sc;
                     *b0 = cJSON_GetArrayItem(cJSON_GetArrayItem(off, s), 0)->valueint;
@@ -504,11 +547,13 @@ static void qa_reference(const char *dir, const char *question, const char *cont
 TEST(qa_picks_the_best_span_of_the_context) {
     const char *d = make_folder("qa", "bert_qa", true);
     static const char *qs[] = {"How old are you?", "Where is the city?", "What is it?"};
-    static const char *cs[] = {"I am 6 years old. Caf\xC3\xA9 na\xC3\xAFve \xC3\x85ngstr\xC3\xB6m and more.",
-                               "The city of T\xC5\x8Dky\xC5\x8D lies on the bay, east of Mount Fuji.",
-                               "It is a small end-to-end test of question answering."};
+    static const char *cs[] = {
+        "I am 6 years old. Caf\xC3\xA9 na\xC3\xAFve \xC3\x85ngstr\xC3\xB6m and more.",
+        "The city of T\xC5\x8Dky\xC5\x8D lies on the bay, east of Mount Fuji.",
+        "It is a small end-to-end test of question answering."};
     char *in = NULL;
-    for (int i = 0; i < 3; i++) add_line(&in, "question", qs[i], "context", cs[i]);
+    for (int i = 0; i < 3; i++)
+        add_line(&in, "question", qs[i], "context", cs[i]);
     run_out r = run_cli(in, strlen(in), "qa '%s' --batch 2", d);
     free(in);
     CHECKF(r.rc == 0 && r.n == 3, "rc %d: %s", r.rc, r.err);
@@ -517,15 +562,18 @@ TEST(qa_picks_the_best_span_of_the_context) {
         double sc = -1;
         qa_reference(d, qs[i], cs[i], &b0, &b1, &sc);
         CHECKF(jnum(r.lines[i], "start_byte") == b0 && jnum(r.lines[i], "end_byte") == b1,
-               "question %d: span [%g, %g) but the reference picks [%lld, %lld)", i, jnum(r.lines[i], "start_byte"),
-               jnum(r.lines[i], "end_byte"), (long long)b0, (long long)b1);
-        CHECKF(fabs(jnum(r.lines[i], "score") - sc) < 1e-5 * fmax(sc, 1e-3), "question %d: score %g vs %g", i,
-               jnum(r.lines[i], "score"), sc);
+               "question %d: span [%g, %g) but the reference picks [%lld, %lld)", i,
+               jnum(r.lines[i], "start_byte"), jnum(r.lines[i], "end_byte"), (long long)b0,
+               (long long)b1);
+        CHECKF(fabs(jnum(r.lines[i], "score") - sc) < 1e-5 * fmax(sc, 1e-3),
+               "question %d: score %g vs %g", i, jnum(r.lines[i], "score"), sc);
         const char *ans = jstr(r.lines[i], "answer");
-        CHECK(ans && b0 >= 0 && strlen(ans) == (size_t)(b1 - b0) && !strncmp(ans, cs[i] + b0, (size_t)(b1 - b0)));
+        CHECK(ans && b0 >= 0 && strlen(ans) == (size_t)(b1 - b0) &&
+              !strncmp(ans, cs[i] + b0, (size_t)(b1 - b0)));
         /* character offsets count code points before the byte offsets */
         int64_t chars = 0;
-        for (int64_t k = 0; k < b0; k++) chars += (cs[i][k] & 0xC0) != 0x80;
+        for (int64_t k = 0; k < b0; k++)
+            chars += (cs[i][k] & 0xC0) != 0x80;
         CHECK(jnum(r.lines[i], "start") == chars);
     }
     run_free(&r);
@@ -534,9 +582,12 @@ TEST(qa_picks_the_best_span_of_the_context) {
 TEST(qa_long_contexts_and_long_questions_use_windows) {
     const char *d = make_folder("qa2", "bert_qa", true);
     char ctx[8192] = "", q[4096] = "", q2[4096] = "";
-    for (int i = 0; i < 300; i++) strcat(ctx, i % 7 ? "word " : "answer here. ");
-    for (int i = 0; i < 100; i++) strcat(q, "what ");
-    for (int i = 0; i < 130; i++) strcat(q2, "what ");
+    for (int i = 0; i < 300; i++)
+        strcat(ctx, i % 7 ? "word " : "answer here. ");
+    for (int i = 0; i < 100; i++)
+        strcat(q, "what ");
+    for (int i = 0; i < 130; i++)
+        strcat(q2, "what ");
     char *in = NULL;
     add_line(&in, "question", "where?", "context", ctx);
     add_line(&in, "question", q, "context", ctx);  /* 100 tokens: the stride must shrink */
@@ -548,12 +599,15 @@ TEST(qa_long_contexts_and_long_questions_use_windows) {
     for (int i = 0; i < 2 && i < r.n; i++) {
         const char *ans = jstr(r.lines[i], "answer");
         double b0 = jnum(r.lines[i], "start_byte"), b1 = jnum(r.lines[i], "end_byte");
-        CHECKF(ans && b0 >= 0 && b1 >= b0 && b1 <= (double)strlen(ctx) && !strncmp(ans, ctx + (int64_t)b0, strlen(ans)),
+        CHECKF(ans && b0 >= 0 && b1 >= b0 && b1 <= (double)strlen(ctx) &&
+                   !strncmp(ans, ctx + (int64_t)b0, strlen(ans)),
                "line %d: %s", i + 1, r.out);
     }
     if (r.n >= 4) {
-        CHECK(jnum(r.lines[2], "line") == 3 && jstr(r.lines[2], "error") && strstr(jstr(r.lines[2], "error"), "no room"));
-        CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(r.lines[3], "answer"))); /* empty context */
+        CHECK(jnum(r.lines[2], "line") == 3 && jstr(r.lines[2], "error") &&
+              strstr(jstr(r.lines[2], "error"), "no room"));
+        CHECK(cJSON_IsNull(
+            cJSON_GetObjectItemCaseSensitive(r.lines[3], "answer"))); /* empty context */
     }
     run_free(&r);
 }
@@ -571,14 +625,17 @@ TEST(ner_labels_each_word_by_its_first_subtoken) {
     CHECKF(r.rc == 0 && r.n == 1 && t.n == 1, "%s", r.err);
     if (r.n == 1 && t.n == 1) {
         cJSON *req = cJSON_CreateObject();
-        cJSON_AddItemToArray(cJSON_AddArrayToObject(req, "input_ids"),
-                             cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(t.lines[0], "input_ids"), 1));
+        cJSON_AddItemToArray(
+            cJSON_AddArrayToObject(req, "input_ids"),
+            cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(t.lines[0], "input_ids"), 1));
         char *js = cJSON_PrintUnformatted(req);
         tu_write_file(tmp_path("fwd.json"), js, strlen(js));
         free(js);
         cJSON_Delete(req);
         run_out f = run_cli("", 0, "forward '%s' --input '%s'", d, tmp_path("fwd.json"));
-        const cJSON *lg = f.n == 1 ? cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(f.lines[0], "logits"), 0) : NULL;
+        const cJSON *lg =
+            f.n == 1 ? cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(f.lines[0], "logits"), 0)
+                     : NULL;
         const cJSON *wid = cJSON_GetObjectItemCaseSensitive(t.lines[0], "word_ids");
         const cJSON *off = cJSON_GetObjectItemCaseSensitive(t.lines[0], "byte_offsets");
         const cJSON *words = cJSON_GetObjectItemCaseSensitive(r.lines[0], "words");
@@ -591,13 +648,16 @@ TEST(ner_labels_each_word_by_its_first_subtoken) {
             const cJSON *row = cJSON_GetArrayItem(lg, k);
             int arg = 0;
             for (int j = 1; j < cJSON_GetArraySize(row); j++)
-                if (cJSON_GetArrayItem(row, j)->valuedouble > cJSON_GetArrayItem(row, arg)->valuedouble) arg = j;
+                if (cJSON_GetArrayItem(row, j)->valuedouble >
+                    cJSON_GetArrayItem(row, arg)->valuedouble)
+                    arg = j;
             const cJSON *ow = cJSON_GetArrayItem(words, nw++);
             char want[32];
             snprintf(want, sizeof want, "LABEL_%d", arg);
-            CHECKF(jstr(ow, "entity") && !strcmp(jstr(ow, "entity"), want), "word %d: %s, first sub-token says %s",
-                   nw - 1, jstr(ow, "entity"), want);
-            CHECK(jnum(ow, "start_byte") == cJSON_GetArrayItem(cJSON_GetArrayItem(off, k), 0)->valueint);
+            CHECKF(jstr(ow, "entity") && !strcmp(jstr(ow, "entity"), want),
+                   "word %d: %s, first sub-token says %s", nw - 1, jstr(ow, "entity"), want);
+            CHECK(jnum(ow, "start_byte") ==
+                  cJSON_GetArrayItem(cJSON_GetArrayItem(off, k), 0)->valueint);
         }
         CHECKF(nw == cJSON_GetArraySize(words) && nw == 8, "%d words from word_ids, %d printed", nw,
                cJSON_GetArraySize(words));
@@ -616,7 +676,8 @@ TEST(ner_merges_bio_labels_into_entities) {
     const char *d = make_folder("ner_bio", "bert_tokcls", true);
     static const char *lab[] = {"O", "B-PER", "I-PER", "B-LOC", "I-LOC"};
     CHECK(d && !set_labels(d, lab, 5));
-    const char *text = "Alice and Bob went to the small town of Springfield near the river Thames today";
+    const char *text =
+        "Alice and Bob went to the small town of Springfield near the river Thames today";
     char *in = NULL;
     add_line(&in, "text", text, NULL, NULL);
     run_out r = run_cli(in, strlen(in), "ner '%s'", d);
@@ -639,7 +700,8 @@ TEST(ner_merges_bio_labels_into_entities) {
                            jnum(e, "start_byte") == b0 && jnum(e, "end_byte") == b1,
                        "entity %d", ne - 1);
                 const char *w = jstr(e, "word");
-                CHECK(w && strlen(w) == (size_t)(b1 - b0) && !strncmp(w, text + (int)b0, strlen(w)));
+                CHECK(w && strlen(w) == (size_t)(b1 - b0) &&
+                      !strncmp(w, text + (int)b0, strlen(w)));
                 open[0] = 0;
             }
             if (outside) continue;
@@ -649,7 +711,8 @@ TEST(ner_merges_bio_labels_into_entities) {
             }
             b1 = jnum(cJSON_GetArrayItem(words, i), "end_byte");
         }
-        CHECKF(ne == cJSON_GetArraySize(ents) && ne > 0, "%d entities expected, %d printed", ne, cJSON_GetArraySize(ents));
+        CHECKF(ne == cJSON_GetArraySize(ents) && ne > 0, "%d entities expected, %d printed", ne,
+               cJSON_GetArraySize(ents));
     }
     run_free(&r);
 }
@@ -658,7 +721,8 @@ TEST(ner_long_text_labels_every_word_across_windows) {
     const char *d = make_folder("ner_long", "bert_tokcls", true);
     static char text[16384];
     text[0] = 0;
-    for (int i = 0; i < 1000; i++) strcat(text, i % 3 ? "river " : "Springfield ");
+    for (int i = 0; i < 1000; i++)
+        strcat(text, i % 3 ? "river " : "Springfield ");
     char *in = NULL;
     add_line(&in, "text", text, NULL, NULL);
     run_out r = run_cli(in, strlen(in), "ner '%s' --max-length 64 --stride 16", d);
@@ -672,7 +736,8 @@ TEST(ner_long_text_labels_every_word_across_windows) {
         for (int i = 0; i < cJSON_GetArraySize(words); i++) {
             const cJSON *w = cJSON_GetArrayItem(words, i);
             const char *s = jstr(w, "word");
-            bad += !s || jnum(w, "start_byte") <= prev || strcmp(s, i % 3 ? "river" : "Springfield");
+            bad +=
+                !s || jnum(w, "start_byte") <= prev || strcmp(s, i % 3 ? "river" : "Springfield");
             prev = jnum(w, "start_byte");
         }
         CHECK(bad == 0);
@@ -683,31 +748,36 @@ TEST(ner_long_text_labels_every_word_across_windows) {
 /* ---- bad input -------------------------------------------------------------------------- */
 
 TEST(bad_lines_give_errors_naming_the_line_and_the_rest_runs) {
-    static const char in[] = "{\"text\": \"fine\"}\n"                    /* 1 ok */
-                             "{\"text\": \n"                              /* 2 invalid JSON */
-                             "caf\xC3 broken \xFF utf8\n"                 /* 3 invalid UTF-8 */
-                             "{\"txt\": \"x\"}\n"                          /* 4 missing field */
-                             "abc\0def\n"                                 /* 5 NUL byte */
-                             "\n"                                         /* 6 empty: skipped */
-                             "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-                             "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n" /* 7 long */
-                             "{\"text\": \"ok\", \"text_pair\": 3}\n"      /* 8 pair not a string */
-                             "{\"text\": \"\\ud800\"}\n"                   /* 9 lone surrogate escape */
-                             "[1, 2] is plain text\n"                     /* 10 ok */
-                             "{\"text\": \"x\", \"id\": {\"k\": [1]}}\n"  /* 11 ok */
-                             "{\"text\": \"a\\u0000b\"}\n"                  /* 12 escaped NUL */
-                             "{\"text\": \"a\\\\u0000b\"}";                  /* 13 ok: a backslash, no final newline */
-    run_out r = run_cli(in, sizeof in - 1, "classify '%s' --max-line-bytes 100 --batch 4", gpath("xlmr_e2e"));
+    static const char in[] =
+        "{\"text\": \"fine\"}\n"     /* 1 ok */
+        "{\"text\": \n"              /* 2 invalid JSON */
+        "caf\xC3 broken \xFF utf8\n" /* 3 invalid UTF-8 */
+        "{\"txt\": \"x\"}\n"         /* 4 missing field */
+        "abc\0def\n"                 /* 5 NUL byte */
+        "\n"                         /* 6 empty: skipped */
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n" /* 7
+                                                                                                long
+                                                                                              */
+        "{\"text\": \"ok\", \"text_pair\": 3}\n"    /* 8 pair not a string */
+        "{\"text\": \"\\ud800\"}\n"                 /* 9 lone surrogate escape */
+        "[1, 2] is plain text\n"                    /* 10 ok */
+        "{\"text\": \"x\", \"id\": {\"k\": [1]}}\n" /* 11 ok */
+        "{\"text\": \"a\\u0000b\"}\n"               /* 12 escaped NUL */
+        "{\"text\": \"a\\\\u0000b\"}";              /* 13 ok: a backslash, no final newline */
+    run_out r = run_cli(in, sizeof in - 1, "classify '%s' --max-line-bytes 100 --batch 4",
+                        gpath("xlmr_e2e"));
     CHECKF(r.rc == 1 && r.n == 12, "rc %d, %d lines: %s", r.rc, r.n, r.out);
     static const int line_of[] = {1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13};
     static const bool ok[] = {1, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1};
     for (int i = 0; i < 12 && i < r.n; i++) {
         CHECKF(r.lines[i] != NULL, "output line %d is not JSON", i + 1);
         if (ok[i]) {
-            CHECKF(jstr(r.lines[i], "label") != NULL, "input line %d should work: %s", line_of[i], r.out);
+            CHECKF(jstr(r.lines[i], "label") != NULL, "input line %d should work: %s", line_of[i],
+                   r.out);
         } else {
-            CHECKF(jnum(r.lines[i], "line") == line_of[i] && jstr(r.lines[i], "error"), "output %d: want an error for line %d",
-                   i, line_of[i]);
+            CHECKF(jnum(r.lines[i], "line") == line_of[i] && jstr(r.lines[i], "error"),
+                   "output %d: want an error for line %d", i, line_of[i]);
             char want[32];
             snprintf(want, sizeof want, "line %d: ", line_of[i]);
             CHECKF(strstr(r.err, want) != NULL, "stderr does not name %s", want);
@@ -715,10 +785,13 @@ TEST(bad_lines_give_errors_naming_the_line_and_the_rest_runs) {
     }
     if (r.n == 12) {
         CHECK(strstr(jstr(r.lines[10], "error"), "NUL"));
-        CHECK(strstr(jstr(r.lines[2], "error"), "UTF-8") && strstr(jstr(r.lines[3], "error"), "\"text\""));
-        CHECK(strstr(jstr(r.lines[4], "error"), "NUL") && strstr(jstr(r.lines[5], "error"), "longer"));
+        CHECK(strstr(jstr(r.lines[2], "error"), "UTF-8") &&
+              strstr(jstr(r.lines[3], "error"), "\"text\""));
+        CHECK(strstr(jstr(r.lines[4], "error"), "NUL") &&
+              strstr(jstr(r.lines[5], "error"), "longer"));
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(r.lines[9], "id");
-        CHECK(cJSON_IsObject(id) && cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(id, "k")) == 1);
+        CHECK(cJSON_IsObject(id) &&
+              cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(id, "k")) == 1);
     }
     run_free(&r);
 }
@@ -732,15 +805,18 @@ TEST(binary_input_never_crashes) {
     }
     static const char *cmds[] = {"tokenize", "classify", "embed"};
     for (int c = 0; c < 3; c++) {
-        run_out r = run_cli(junk, sizeof junk, "%s '%s' --batch 7", cmds[c], gpath(c == 1 ? "xlmr_e2e" : "bert_e2e"));
+        run_out r = run_cli(junk, sizeof junk, "%s '%s' --batch 7", cmds[c],
+                            gpath(c == 1 ? "xlmr_e2e" : "bert_e2e"));
         CHECKF(r.rc == 0 || r.rc == 1, "%s exited with %d: %.300s", cmds[c], r.rc, r.err);
         int bad = 0;
-        for (int i = 0; i < r.n; i++) bad += r.lines[i] == NULL;
+        for (int i = 0; i < r.n; i++)
+            bad += r.lines[i] == NULL;
         CHECKF(bad == 0 && r.n > 0, "%s: %d of %d output lines are not JSON", cmds[c], bad, r.n);
         run_free(&r);
     }
     static char huge[3 << 20]; /* one 3 MiB line of words, within the default limit */
-    for (size_t i = 0; i + 1 < sizeof huge; i++) huge[i] = i % 6 == 5 ? ' ' : 'a' + (char)(i % 26);
+    for (size_t i = 0; i + 1 < sizeof huge; i++)
+        huge[i] = i % 6 == 5 ? ' ' : 'a' + (char)(i % 26);
     huge[sizeof huge - 1] = '\n';
     run_out r = run_cli(huge, sizeof huge, "classify '%s'", gpath("xlmr_e2e"));
     CHECKF(r.rc == 0 && r.n == 1 && jstr(r.lines[0], "label"), "rc %d: %.300s", r.rc, r.err);
@@ -748,7 +824,8 @@ TEST(binary_input_never_crashes) {
 }
 
 TEST(strict_stops_after_the_first_bad_line) {
-    run_out r = run_str("fine\n{bad\nnever read\n", "tokenize '%s' --strict --batch 1", gpath("bert_e2e"), NULL);
+    run_out r = run_str("fine\n{bad\nnever read\n", "tokenize '%s' --strict --batch 1",
+                        gpath("bert_e2e"), NULL);
     CHECK(r.rc == 1 && r.n == 2);
     run_free(&r);
 }
@@ -798,10 +875,15 @@ static cJSON *eval_json(const char *args_fmt, const char *a1, const char *a2, co
     return o;
 }
 
-static const char *SST[] = {"it 's a charming and often affecting journey . ", "unflinchingly bleak and desperate ",
-                            "allows us to hope that nolan is poised to embark a major career as a commercial yet inventive filmmaker . ",
-                            "the acting , costumes , music , cinematography and sound are all astounding given the production 's austere locales . ",
-                            "it 's slow -- very , very slow . ", "although laced with humor and a few fanciful touches , the film is a refreshingly serious look at young women . "};
+static const char *SST[] = {"it 's a charming and often affecting journey . ",
+                            "unflinchingly bleak and desperate ",
+                            "allows us to hope that nolan is poised to embark a major career as a "
+                            "commercial yet inventive filmmaker . ",
+                            "the acting , costumes , music , cinematography and sound are all "
+                            "astounding given the production 's austere locales . ",
+                            "it 's slow -- very , very slow . ",
+                            "although laced with humor and a few fanciful touches , the film is a "
+                            "refreshingly serious look at young women . "};
 static const int SST_GOLD[] = {1, 0, 1, 1, 0, 1};
 
 TEST(eval_sst2_on_a_tiny_file_matches_classify) {
@@ -825,7 +907,8 @@ TEST(eval_sst2_on_a_tiny_file_matches_classify) {
         if (i >= 2 && i < 5) right25 += ids[i] == SST_GOLD[i];
     }
     cJSON *o = eval_json("'%s' --task sst2 --data '%s' --batch 4%s", d, tmp_path("sst2.tsv"), "");
-    CHECK(o && jnum(o, "n") == 6 && fabs(jnum(o, "accuracy") - right / 6.0) < 1e-12 && jnum(o, "correct") == right);
+    CHECK(o && jnum(o, "n") == 6 && fabs(jnum(o, "accuracy") - right / 6.0) < 1e-12 &&
+          jnum(o, "correct") == right);
     CHECK(o && !strcmp(jstr(o, "task"), "sst2"));
     cJSON_Delete(o);
     o = eval_json("'%s' --task sst2 --data '%s'%s", d, tmp_path("sst2.tsv"), " --limit 4");
@@ -848,8 +931,10 @@ TEST(eval_sst2_on_a_tiny_file_matches_classify) {
 
 TEST(eval_mrpc_with_bom_header_reports_accuracy_and_f1) {
     const char *d = make_folder("mrpc", "distilbert_seqcls", true);
-    static const char *a[] = {"He said hello.", "The cat sat.", "Stocks fell sharply.", "It rained all day.", "She left early."};
-    static const char *b[] = {"He greeted us.", "A dog ran.", "Shares dropped a lot.", "The sun was out.", "She departed early."};
+    static const char *a[] = {"He said hello.", "The cat sat.", "Stocks fell sharply.",
+                              "It rained all day.", "She left early."};
+    static const char *b[] = {"He greeted us.", "A dog ran.", "Shares dropped a lot.",
+                              "The sun was out.", "She departed early."};
     static const int gold[] = {1, 0, 1, 0, 1};
     char tsv[4096] = "\xEF\xBB\xBFQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n", *in = NULL;
     for (int i = 0; i < 5; i++) {
@@ -865,7 +950,8 @@ TEST(eval_mrpc_with_bom_header_reports_accuracy_and_f1) {
     free(in);
     metric_prf f = metric_binary_f1(ids, gold, 5, 1);
     cJSON *o = eval_json("'%s' --task mrpc --data '%s'%s", d, tmp_path("mrpc.txt"), "");
-    CHECK(o && jnum(o, "n") == 5 && fabs(jnum(o, "accuracy") - metric_accuracy(ids, gold, 5)) < 1e-12);
+    CHECK(o && jnum(o, "n") == 5 &&
+          fabs(jnum(o, "accuracy") - metric_accuracy(ids, gold, 5)) < 1e-12);
     CHECK(o && fabs(jnum(o, "f1") - f.f1) < 1e-12);
     cJSON_Delete(o);
 }
@@ -873,14 +959,17 @@ TEST(eval_mrpc_with_bom_header_reports_accuracy_and_f1) {
 TEST(eval_xnli_maps_label_names) {
     const char *d = gpath("xlmr_e2e");
     static const char *names[] = {"entailment", "neutral", "contradiction"};
-    char tsv[4096] = "genre\tlabel\tsentence1_en\tsentence2_en\tsentence1_xx\tsentence2_xx\n", *in = NULL;
-    static const char *p[] = {"And he said, Mama, I'm home.", "He didn't say a word.", "The new rights are nice enough.",
-                              "Everyone really likes the newest benefits.", "This site includes a list of winners."};
+    char tsv[4096] = "genre\tlabel\tsentence1_en\tsentence2_en\tsentence1_xx\tsentence2_xx\n",
+         *in = NULL;
+    static const char *p[] = {
+        "And he said, Mama, I'm home.", "He didn't say a word.", "The new rights are nice enough.",
+        "Everyone really likes the newest benefits.", "This site includes a list of winners."};
     int gold[5];
     for (int i = 0; i < 5; i++) {
         char row[512];
         gold[i] = (i * 2) % 3;
-        snprintf(row, sizeof row, "fiction\t%s\t%s\t%s\tx\ty\n", names[gold[i]], p[i], p[(i + 1) % 5]);
+        snprintf(row, sizeof row, "fiction\t%s\t%s\t%s\tx\ty\n", names[gold[i]], p[i],
+                 p[(i + 1) % 5]);
         strcat(tsv, row);
         add_line(&in, "text", p[i], "text_pair", p[(i + 1) % 5]);
     }
@@ -890,7 +979,8 @@ TEST(eval_xnli_maps_label_names) {
     CHECK(classify_ids(d, in, ids, sc, 8) == 5);
     free(in);
     cJSON *o = eval_json("'%s' --task xnli --data '%s'%s", d, tmp_path("xnli.tsv"), "");
-    CHECK(o && jnum(o, "n") == 5 && fabs(jnum(o, "accuracy") - metric_accuracy(ids, gold, 5)) < 1e-12);
+    CHECK(o && jnum(o, "n") == 5 &&
+          fabs(jnum(o, "accuracy") - metric_accuracy(ids, gold, 5)) < 1e-12);
     cJSON_Delete(o);
 }
 
@@ -898,16 +988,20 @@ TEST(eval_stsb_correlates_the_regression_output) {
     const char *d = make_folder("stsb", "bert_seqcls", true);
     static const char *lab[] = {"LABEL_0"};
     CHECK(d && !set_labels(d, lab, 1) && !shrink_classifier(d, 1));
-    char tsv[8192] = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n", *in = NULL;
+    char tsv[8192] =
+        "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n",
+         *in = NULL;
     double gold[6], pred[6];
-    static const char *s1[] = {"A man is dancing.", "A child rides a horse.", "A woman slices onions.", "Two dogs play.",
-                               "The sky is blue.", "A car drives fast."};
-    static const char *s2[] = {"A man dances.", "A kid is on a horse.", "Onions are cut.", "Cats sleep.", "It is raining.",
-                               "A vehicle speeds."};
+    static const char *s1[] = {"A man is dancing.",      "A child rides a horse.",
+                               "A woman slices onions.", "Two dogs play.",
+                               "The sky is blue.",       "A car drives fast."};
+    static const char *s2[] = {"A man dances.", "A kid is on a horse.", "Onions are cut.",
+                               "Cats sleep.",   "It is raining.",       "A vehicle speeds."};
     for (int i = 0; i < 6; i++) {
         char row[512];
         gold[i] = (i * 7 % 6) * 0.8;
-        snprintf(row, sizeof row, "%d\tmain\tf\t2012\t%04d\tnone\tnone\t%s\t%s\t%.3f\n", i, i, s1[i], s2[i], gold[i]);
+        snprintf(row, sizeof row, "%d\tmain\tf\t2012\t%04d\tnone\tnone\t%s\t%s\t%.3f\n", i, i,
+                 s1[i], s2[i], gold[i]);
         strcat(tsv, row);
         add_line(&in, "text", s1[i], "text_pair", s2[i]);
     }
@@ -916,27 +1010,32 @@ TEST(eval_stsb_correlates_the_regression_output) {
     CHECK(classify_ids(d, in, ids, pred, 8) == 6);
     free(in);
     cJSON *o = eval_json("'%s' --task stsb --data '%s'%s", d, tmp_path("stsb.tsv"), "");
-    CHECK(o && jnum(o, "n") == 6 && fabs(jnum(o, "spearman") - metric_spearman(pred, gold, 6)) < 1e-9);
+    CHECK(o && jnum(o, "n") == 6 &&
+          fabs(jnum(o, "spearman") - metric_spearman(pred, gold, 6)) < 1e-9);
     CHECK(o && fabs(jnum(o, "pearson") - metric_pearson(pred, gold, 6)) < 1e-6);
     cJSON_Delete(o);
     /* split.json's eval_index keeps rows by their index column */
     const char *split = "{\"eval_index\": [1, 3, 5, 0]}";
     tu_write_file(tmp_path("stsb_split.json"), split, strlen(split));
-    o = eval_json("'%s' --task stsb --data '%s' --split '%s'", d, tmp_path("stsb.tsv"), tmp_path("stsb_split.json"));
-    double g4[4] = {gold[0], gold[1], gold[3], gold[5]}, p4[4] = {pred[0], pred[1], pred[3], pred[5]};
+    o = eval_json("'%s' --task stsb --data '%s' --split '%s'", d, tmp_path("stsb.tsv"),
+                  tmp_path("stsb_split.json"));
+    double g4[4] = {gold[0], gold[1], gold[3], gold[5]},
+           p4[4] = {pred[0], pred[1], pred[3], pred[5]};
     CHECK(o && jnum(o, "n") == 4 && fabs(jnum(o, "spearman") - metric_spearman(p4, g4, 4)) < 1e-9);
     cJSON_Delete(o);
 }
 
 TEST(eval_squad_scores_held_out_articles) {
     const char *d = make_folder("squad", "bert_qa", true);
-    static const char *ctx[] = {"The Broncos defeated the Panthers in Santa Clara, California, in February 2016.",
-                                "Oxygen is a chemical element with symbol O and atomic number 8."};
+    static const char *ctx[] = {
+        "The Broncos defeated the Panthers in Santa Clara, California, in February 2016.",
+        "Oxygen is a chemical element with symbol O and atomic number 8."};
     static const char *q[] = {"Who won?", "Where was the game?", "What is oxygen?"};
     static const int qc[] = {0, 0, 1};
     /* the answers `bert8 qa` gives become the golds of article A: EM and F1 must be 1 there */
     char *in = NULL;
-    for (int i = 0; i < 3; i++) add_line(&in, "question", q[i], "context", ctx[qc[i]]);
+    for (int i = 0; i < 3; i++)
+        add_line(&in, "question", q[i], "context", ctx[qc[i]]);
     run_out r = run_cli(in, strlen(in), "qa '%s'", d);
     free(in);
     CHECK(r.rc == 0 && r.n == 3);
@@ -957,7 +1056,8 @@ TEST(eval_squad_scores_held_out_articles) {
             cJSON *qa = cJSON_CreateObject();
             cJSON_AddStringToObject(qa, "id", q[i]);
             cJSON_AddStringToObject(qa, "question", q[i]);
-            cJSON *ans = cJSON_AddArrayToObject(qa, "answers"), *x = cJSON_CreateObject(), *y = cJSON_CreateObject();
+            cJSON *ans = cJSON_AddArrayToObject(qa, "answers"), *x = cJSON_CreateObject(),
+                  *y = cJSON_CreateObject();
             cJSON_AddStringToObject(x, "text", a ? "zzz" : jstr(r.lines[i], "answer"));
             cJSON_AddNumberToObject(x, "answer_start", 0);
             cJSON_AddStringToObject(y, "text", "qqq");
@@ -975,13 +1075,16 @@ TEST(eval_squad_scores_held_out_articles) {
     free(js);
     cJSON_Delete(root);
     run_free(&r);
-    const char *split = "{\"eval_articles\": [\"Super_Bowl_50\"], \"max_length\": 128, \"max_answer_length\": 30}";
+    const char *split =
+        "{\"eval_articles\": [\"Super_Bowl_50\"], \"max_length\": 128, \"max_answer_length\": 30}";
     tu_write_file(tmp_path("squad_split.json"), split, strlen(split));
-    cJSON *o = eval_json("'%s' --task squad --data '%s' --split '%s' --score prob", d, tmp_path("squad.json"),
-                         tmp_path("squad_split.json"));
-    CHECK(o && jnum(o, "n") == 2 && jnum(o, "exact_match") == 1 && jnum(o, "f1") == 1 && jnum(o, "failed") == 0);
+    cJSON *o = eval_json("'%s' --task squad --data '%s' --split '%s' --score prob", d,
+                         tmp_path("squad.json"), tmp_path("squad_split.json"));
+    CHECK(o && jnum(o, "n") == 2 && jnum(o, "exact_match") == 1 && jnum(o, "f1") == 1 &&
+          jnum(o, "failed") == 0);
     cJSON_Delete(o);
-    o = eval_json("'%s' --task squad --data '%s' --score prob --batch 1%s", d, tmp_path("squad.json"), "");
+    o = eval_json("'%s' --task squad --data '%s' --score prob --batch 1%s", d,
+                  tmp_path("squad.json"), "");
     CHECK(o && jnum(o, "n") == 3 && fabs(jnum(o, "exact_match") - 2.0 / 3) < 1e-12);
     cJSON_Delete(o);
 }

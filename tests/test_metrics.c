@@ -77,13 +77,19 @@ TEST(squad_normalize_case_punctuation_articles_whitespace) {
     CHECK(norm_is("an apple a day", "apple day"));
     CHECK(norm_is("  Hello\tWorld \n", "hello world"));
     CHECK(norm_is("theater anthem Ant", "theater anthem ant")); /* only whole words are articles */
-    CHECK(norm_is("A-team", "ateam"));          /* punctuation goes before articles are found */
-    CHECK(norm_is("the_end", "theend"));        /* '_' is punctuation, removed first */
+    CHECK(norm_is("A-team", "ateam"));   /* punctuation goes before articles are found */
+    CHECK(norm_is("the_end", "theend")); /* '_' is punctuation, removed first */
     CHECK(norm_is("$1,000.50", "100050"));
     CHECK(norm_is("THE", ""));
     CHECK(norm_is("", ""));
-    CHECK(norm_is("\xC3\x89" "COLE Ang\xC3\xA9lique", "\xC3\xA9" "cole ang\xC3\xA9lique")); /* Unicode lower-casing */
-    CHECK(norm_is("a\xC2\xA0" "b\xE3\x80\x80" "c", "b c")); /* NBSP and ideographic space split */
+    CHECK(norm_is("\xC3\x89"
+                  "COLE Ang\xC3\xA9lique",
+                  "\xC3\xA9"
+                  "cole ang\xC3\xA9lique")); /* Unicode lower-casing */
+    CHECK(norm_is("a\xC2\xA0"
+                  "b\xE3\x80\x80"
+                  "c",
+                  "b c")); /* NBSP and ideographic space split */
     /* curly quotes are not string.punctuation but do end a word */
     CHECK(norm_is("\xE2\x80\x9Cthe\xE2\x80\x9D film", "\xE2\x80\x9C \xE2\x80\x9D film"));
     /* str.lower()'s final sigma: "Σ ΣΑΣ ΑΣ." -> "σ σας ας" */

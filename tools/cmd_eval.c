@@ -60,7 +60,8 @@ static void label_key(const char *s, char *out, size_t n) {
 
 /* map[class id] = task label index: by name when every model label names a distinct task
  * label, else the identity. Returns false when the label counts differ. */
-static bool map_labels(const bert8_model *m, int64_t L, const char *const *names, int nt, int *map) {
+static bool map_labels(const bert8_model *m, int64_t L, const char *const *names, int nt,
+                       int *map) {
     if (L != nt) {
         cli_error(CMD, "the model has %lld labels but the task has %d", (long long)L, nt);
         return false;
@@ -86,7 +87,8 @@ static bool map_labels(const bert8_model *m, int64_t L, const char *const *names
         if (!by_name) map[j] = j;
         identity = identity && map[j] == j;
     }
-    if (!identity) fprintf(stderr, "bert8 eval: model labels are mapped to the task's labels by name\n");
+    if (!identity)
+        fprintf(stderr, "bert8 eval: model labels are mapped to the task's labels by name\n");
     return true;
 }
 
@@ -94,7 +96,8 @@ static bool parse_int(const char *s, long long *out) {
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    while (*end == ' ') end++;
+    while (*end == ' ')
+        end++;
     if (errno || end == s || *end) return false;
     *out = v;
     return true;
@@ -104,8 +107,8 @@ static bool parse_int(const char *s, long long *out) {
 
 typedef struct seq_set {
     const char **a, **b;
-    int *gold;      /* class tasks */
-    double *score;  /* stsb */
+    int *gold;     /* class tasks */
+    double *score; /* stsb */
     int64_t n;
 } seq_set;
 
@@ -128,7 +131,8 @@ static bool split_index(const cJSON *split, const tsv_table *t, const eval_opts 
     const cJSON *idx = cJSON_GetObjectItemCaseSensitive(split, "eval_index");
     if (!idx) {
         fprintf(stderr, "bert8 eval: %s lists no eval_index; scoring every row\n", o->split_path);
-        for (int64_t r = 0; r < t->rows; r++) keep[r] = true;
+        for (int64_t r = 0; r < t->rows; r++)
+            keep[r] = true;
         return true;
     }
     int64_t ci = need_col(t, o->data, "index");
@@ -136,17 +140,21 @@ static bool split_index(const cJSON *split, const tsv_table *t, const eval_opts 
         if (ci >= 0) cli_error(CMD, "%s: eval_index is not an array", o->split_path);
         return false;
     }
-    for (int64_t r = 0; r < t->rows; r++) keep[r] = false;
+    for (int64_t r = 0; r < t->rows; r++)
+        keep[r] = false;
     int k = 0;
     for (const cJSON *v = idx->child; v; v = v->next, k++) {
-        if (!cJSON_IsNumber(v)) return cli_error(CMD, "%s: eval_index[%d] is not a number", o->split_path, k), false;
+        if (!cJSON_IsNumber(v))
+            return cli_error(CMD, "%s: eval_index[%d] is not a number", o->split_path, k), false;
         bool found = false;
         for (int64_t r = 0; r < t->rows; r++) {
             long long x;
-            if (parse_int(tsv_cell(t, r, ci), &x) && x == (long long)v->valuedouble) keep[r] = found = true;
+            if (parse_int(tsv_cell(t, r, ci), &x) && x == (long long)v->valuedouble)
+                keep[r] = found = true;
         }
         if (!found)
-            return cli_error(CMD, "%s: eval_index[%d] = %g is not in %s", o->split_path, k, v->valuedouble, o->data),
+            return cli_error(CMD, "%s: eval_index[%d] = %g is not in %s", o->split_path, k,
+                             v->valuedouble, o->data),
                    false;
     }
     return true;
@@ -178,7 +186,8 @@ static bool load_seq(const eval_opts *o, tsv_table *t, const cJSON *split, seq_s
         if (o->lang) {
             snprintf(n1, sizeof n1, "sentence1_%s", o->lang);
             snprintf(n2, sizeof n2, "sentence2_%s", o->lang);
-        } else if (cJSON_GetArraySize(cols) == 2 && cJSON_IsString(cols->child) && cJSON_IsString(cols->child->next)) {
+        } else if (cJSON_GetArraySize(cols) == 2 && cJSON_IsString(cols->child) &&
+                   cJSON_IsString(cols->child->next)) {
             snprintf(n1, sizeof n1, "%s", cols->child->valuestring);
             snprintf(n2, sizeof n2, "%s", cols->child->next->valuestring);
         } else if (tsv_col(t, "sentence1_en") >= 0) {
@@ -193,11 +202,13 @@ static bool load_seq(const eval_opts *o, tsv_table *t, const cJSON *split, seq_s
                 }
             snprintf(n2, sizeof n2, "sentence2%s", n1 + 9);
         }
-        ca = need_col(t, o->data, n1), cb = need_col(t, o->data, n2), cl = need_col(t, o->data, "label");
+        ca = need_col(t, o->data, n1), cb = need_col(t, o->data, n2),
+        cl = need_col(t, o->data, "label");
         if (ca < 0 || cb < 0 || cl < 0) return false;
         break;
     }
-    case TASK_SQUAD: return false;
+    case TASK_SQUAD:
+        return false;
     }
     bool *keep = calloc((size_t)t->rows + 1, sizeof *keep);
     s->a = calloc((size_t)t->rows + 1, sizeof *s->a);
@@ -206,9 +217,11 @@ static bool load_seq(const eval_opts *o, tsv_table *t, const cJSON *split, seq_s
     s->score = calloc((size_t)t->rows + 1, sizeof *s->score);
     bool ok = keep && s->a && s->b && s->gold && s->score;
     if (!ok) cli_error(CMD, "out of memory");
-    if (ok && split && o->task == TASK_STSB) ok = split_index(split, t, o, keep);
+    if (ok && split && o->task == TASK_STSB)
+        ok = split_index(split, t, o, keep);
     else if (ok)
-        for (int64_t r = 0; r < t->rows; r++) keep[r] = true;
+        for (int64_t r = 0; r < t->rows; r++)
+            keep[r] = true;
     for (int64_t r = 0; ok && r < t->rows && (o->limit <= 0 || s->n < o->limit); r++) {
         if (!keep[r] || r < o->row_lo || (o->row_hi >= 0 && r >= o->row_hi)) continue;
         const char *lab = tsv_cell(t, r, cl);
@@ -220,16 +233,19 @@ static bool load_seq(const eval_opts *o, tsv_table *t, const cJSON *split, seq_s
             char *end;
             s->score[i] = strtod(lab, &end);
             if (end == lab || *end || !isfinite(s->score[i]))
-                ok = !cli_error(CMD, "%s:%lld: score \"%s\" is not a number", o->data, (long long)t->line[r], lab);
+                ok = !cli_error(CMD, "%s:%lld: score \"%s\" is not a number", o->data,
+                                (long long)t->line[r], lab);
         } else if (o->task == TASK_XNLI) {
             s->gold[i] = -1;
             for (int k = 0; k < 3; k++)
                 if (!strcmp(lab, XNLI_LABELS[k])) s->gold[i] = k;
             if (s->gold[i] < 0)
-                ok = !cli_error(CMD, "%s:%lld: label \"%s\" is not entailment, neutral or contradiction", o->data,
-                                (long long)t->line[r], lab);
+                ok = !cli_error(CMD,
+                                "%s:%lld: label \"%s\" is not entailment, neutral or contradiction",
+                                o->data, (long long)t->line[r], lab);
         } else if (!parse_int(lab, &v) || (v != 0 && v != 1)) {
-            ok = !cli_error(CMD, "%s:%lld: label \"%s\" is not 0 or 1", o->data, (long long)t->line[r], lab);
+            ok = !cli_error(CMD, "%s:%lld: label \"%s\" is not 0 or 1", o->data,
+                            (long long)t->line[r], lab);
         } else {
             s->gold[i] = (int)v;
         }
@@ -250,8 +266,8 @@ static int seq_chunk(void *ctx, const bert8_outputs *out, int64_t row0, int64_t 
     seq_run *s = ctx;
     if (!out->logits.data || out->logits.ndim != 2 || out->logits.shape[1] != s->L) return 1;
     for (int64_t i = 0; i < n; i++)
-        memcpy(s->logits + (s->base + s->r->enc.row_input[row0 + i]) * s->L, out->logits.data + i * s->L,
-               (size_t)s->L * sizeof(float));
+        memcpy(s->logits + (s->base + s->r->enc.row_input[row0 + i]) * s->L,
+               out->logits.data + i * s->L, (size_t)s->L * sizeof(float));
     return 0;
 }
 
@@ -264,16 +280,20 @@ static int eval_seq(const eval_opts *o, text_runner *r, const cJSON *split) {
     double *score = NULL;
     if (!load_seq(o, &t, split, &s)) goto out;
     const int64_t L = r->info->num_labels;
-    const char *const *names = o->task == TASK_SST2 ? SST2_LABELS : o->task == TASK_MRPC ? MRPC_LABELS : XNLI_LABELS;
+    const char *const *names = o->task == TASK_SST2   ? SST2_LABELS
+                               : o->task == TASK_MRPC ? MRPC_LABELS
+                                                      : XNLI_LABELS;
     int nt = o->task == TASK_XNLI ? 3 : 2, map[3] = {0, 1, 2};
     if (o->task == TASK_STSB && L != 1) {
-        cli_error(CMD, "stsb needs a regression head (num_labels 1); the model has %lld labels", (long long)L);
+        cli_error(CMD, "stsb needs a regression head (num_labels 1); the model has %lld labels",
+                  (long long)L);
         goto out;
     }
     if (o->task != TASK_STSB && !map_labels(r->model, L, names, nt, map)) goto out;
     size_t cnt;
-    if (__builtin_mul_overflow((size_t)s.n, (size_t)L * sizeof(float), &cnt) || !(logits = malloc(cnt)) ||
-        !(pred = calloc((size_t)s.n, sizeof *pred)) || !(score = calloc((size_t)s.n, sizeof *score))) {
+    if (__builtin_mul_overflow((size_t)s.n, (size_t)L * sizeof(float), &cnt) ||
+        !(logits = malloc(cnt)) || !(pred = calloc((size_t)s.n, sizeof *pred)) ||
+        !(score = calloc((size_t)s.n, sizeof *score))) {
         cli_error(CMD, "out of memory");
         goto out;
     }
@@ -287,11 +307,13 @@ static int eval_seq(const eval_opts *o, text_runner *r, const cJSON *split) {
     for (int64_t i0 = 0; i0 < s.n; i0 += o->batch) {
         int64_t nb = s.n - i0 < o->batch ? s.n - i0 : o->batch;
         sr.base = i0;
-        bert8_status st = text_runner_encode(r, nb, s.a + i0, o->task == TASK_SST2 ? NULL : s.b + i0, &ep);
+        bert8_status st =
+            text_runner_encode(r, nb, s.a + i0, o->task == TASK_SST2 ? NULL : s.b + i0, &ep);
         if (!st) st = text_runner_forward(r, seq_chunk, &sr);
         if (st) {
             text_progress_end(&pg);
-            cli_error(CMD, "examples %lld..%lld: %s", (long long)i0, (long long)(i0 + nb - 1), r->err);
+            cli_error(CMD, "examples %lld..%lld: %s", (long long)i0, (long long)(i0 + nb - 1),
+                      r->err);
             goto out;
         }
         text_progress_update(&pg, i0 + nb);
@@ -300,8 +322,10 @@ static int eval_seq(const eval_opts *o, text_runner *r, const cJSON *split) {
     double secs = now_s() - t0;
     const char *name = o->task_name;
     if (o->task == TASK_STSB) {
-        for (int64_t i = 0; i < s.n; i++) score[i] = logits[i];
-        double sp = metric_spearman(score, s.score, (size_t)s.n), pe = metric_pearson(score, s.score, (size_t)s.n);
+        for (int64_t i = 0; i < s.n; i++)
+            score[i] = logits[i];
+        double sp = metric_spearman(score, s.score, (size_t)s.n),
+               pe = metric_pearson(score, s.score, (size_t)s.n);
         if (o->json) {
             printf("{\"task\":\"%s\",\"n\":%lld,\"spearman\":", name, (long long)s.n);
             text_print_double(stdout, sp);
@@ -312,10 +336,12 @@ static int eval_seq(const eval_opts *o, text_runner *r, const cJSON *split) {
         }
     } else {
         float p[3];
-        for (int64_t i = 0; i < s.n; i++) pred[i] = map[text_softmax(logits + i * L, L, p)];
+        for (int64_t i = 0; i < s.n; i++)
+            pred[i] = map[text_softmax(logits + i * L, L, p)];
         double acc = metric_accuracy(pred, s.gold, (size_t)s.n);
         int64_t right = 0;
-        for (int64_t i = 0; i < s.n; i++) right += pred[i] == s.gold[i];
+        for (int64_t i = 0; i < s.n; i++)
+            right += pred[i] == s.gold[i];
         metric_prf f = metric_binary_f1(pred, s.gold, (size_t)s.n, 1);
         if (o->json) {
             printf("{\"task\":\"%s\",\"n\":%lld,\"accuracy\":", name, (long long)s.n);
@@ -330,8 +356,8 @@ static int eval_seq(const eval_opts *o, text_runner *r, const cJSON *split) {
                 text_print_double(stdout, f.recall);
             }
         } else {
-            printf("%s: n=%lld accuracy=%.4f (%lld/%lld)", name, (long long)s.n, acc, (long long)right,
-                   (long long)s.n);
+            printf("%s: n=%lld accuracy=%.4f (%lld/%lld)", name, (long long)s.n, acc,
+                   (long long)right, (long long)s.n);
             if (o->task == TASK_MRPC)
                 printf(" f1=%.4f precision=%.4f recall=%.4f", f.f1, f.precision, f.recall);
         }
@@ -365,21 +391,25 @@ typedef struct qa_run {
 static int qa_chunk(void *ctx, const bert8_outputs *out, int64_t row0, int64_t n) {
     qa_run *q = ctx;
     const bert8_encoding *e = &q->r->enc;
-    if (!out->start_logits.data || !out->end_logits.data || out->start_logits.shape[1] != e->seq) return 1;
+    if (!out->start_logits.data || !out->end_logits.data || out->start_logits.shape[1] != e->seq)
+        return 1;
     for (int64_t i = 0; i < n; i++)
-        text_qa_scan(e, row0 + i, out->start_logits.data + i * e->seq, out->end_logits.data + i * e->seq,
-                     q->max_answer, q->prob, &q->spans[e->row_input[row0 + i]]);
+        text_qa_scan(e, row0 + i, out->start_logits.data + i * e->seq,
+                     out->end_logits.data + i * e->seq, q->max_answer, q->prob,
+                     &q->spans[e->row_input[row0 + i]]);
     return 0;
 }
 
 /* Predicts questions [i0, i0 + nb) into spans; a batch that fails is retried one question at
  * a time, and a question that still fails keeps found = false (an empty prediction). */
 static bert8_status squad_batch(text_runner *r, const squad_set *s, int64_t i0, int64_t nb,
-                                const bert8_encode_params *ep, qa_run *q, text_qa_span *spans, int64_t *failed) {
+                                const bert8_encode_params *ep, qa_run *q, text_qa_span *spans,
+                                int64_t *failed) {
     const char *qs[nb], *cs[nb];
     for (int64_t i = 0; i < nb; i++) {
         const char *qq = s->q[i0 + i].question;
-        while (*qq == ' ' || *qq == '\t' || *qq == '\n') qq++; /* run_qa strips leading blanks */
+        while (*qq == ' ' || *qq == '\t' || *qq == '\n')
+            qq++; /* run_qa strips leading blanks */
         qs[i] = qq;
         cs[i] = s->q[i0 + i].context;
     }
@@ -389,7 +419,8 @@ static bert8_status squad_batch(text_runner *r, const squad_set *s, int64_t i0, 
     if (!st) st = text_runner_forward(r, qa_chunk, q);
     if (!st) return BERT8_OK;
     if (nb == 1) {
-        fprintf(stderr, "\nbert8 eval: question %s: %s (scored as an empty answer)\n", s->q[i0].id, r->err);
+        fprintf(stderr, "\nbert8 eval: question %s: %s (scored as an empty answer)\n", s->q[i0].id,
+                r->err);
         (*failed)++;
         memset(spans, 0, sizeof *spans);
         return BERT8_OK;
@@ -408,7 +439,8 @@ static int eval_squad(const eval_opts *o0, text_runner *r, const cJSON *split) {
     const char **titles = NULL;
     if (!squad_load(o.data, &s, err, sizeof err)) return cli_error(CMD, "%s", err);
     if (split) {
-        const cJSON *arr = cJSON_IsArray(split) ? split : cJSON_GetObjectItemCaseSensitive(split, "eval_articles");
+        const cJSON *arr =
+            cJSON_IsArray(split) ? split : cJSON_GetObjectItemCaseSensitive(split, "eval_articles");
         if (!cJSON_IsArray(arr)) {
             cli_error(CMD, "%s has no \"eval_articles\" list of titles", o.split_path);
             goto out;
@@ -417,20 +449,26 @@ static int eval_squad(const eval_opts *o0, text_runner *r, const cJSON *split) {
         if (!(titles = calloc((size_t)nt + 1, sizeof *titles))) goto oom;
         for (const cJSON *v = arr->child; v; v = v->next, k++) {
             if (!cJSON_IsString(v)) {
-                cli_error(CMD, "%s: eval_articles[%lld] is not a string", o.split_path, (long long)k);
+                cli_error(CMD, "%s: eval_articles[%lld] is not a string", o.split_path,
+                          (long long)k);
                 goto out;
             }
             titles[k] = v->valuestring;
             bool found = false;
-            for (int64_t i = 0; i < s.n && !found; i++) found = !strcmp(s.q[i].title, titles[k]);
-            if (!found) fprintf(stderr, "bert8 eval: %s: article \"%s\" is not in %s\n", o.split_path, titles[k], o.data);
+            for (int64_t i = 0; i < s.n && !found; i++)
+                found = !strcmp(s.q[i].title, titles[k]);
+            if (!found)
+                fprintf(stderr, "bert8 eval: %s: article \"%s\" is not in %s\n", o.split_path,
+                        titles[k], o.data);
         }
         squad_keep_titles(&s, titles, nt);
         /* The trainer records its window settings; flags still win. */
         const cJSON *v;
-        if (!o0->max_len && cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(split, "max_length")))
+        if (!o0->max_len &&
+            cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(split, "max_length")))
             o.max_len = (long)v->valuedouble;
-        if (!o0->max_answer && cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(split, "max_answer_length")))
+        if (!o0->max_answer &&
+            cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(split, "max_answer_length")))
             o.max_answer = (long)v->valuedouble;
     }
     if (o.limit > 0 && s.n > o.limit) s.n = o.limit;
@@ -438,7 +476,8 @@ static int eval_squad(const eval_opts *o0, text_runner *r, const cJSON *split) {
         cli_error(CMD, "no questions selected from %s", o.data);
         goto out;
     }
-    if (!o.max_len || o.max_len > r->max_tokens) o.max_len = o.max_len ? r->max_tokens : (r->max_tokens < 384 ? r->max_tokens : 384);
+    if (!o.max_len || o.max_len > r->max_tokens)
+        o.max_len = o.max_len ? r->max_tokens : (r->max_tokens < 384 ? r->max_tokens : 384);
     if (!o.max_answer) o.max_answer = 30;
     if (o.stride < 0) o.stride = o.max_len / 3 < 128 ? o.max_len / 3 : 128;
     if (o.stride >= o.max_len / 2) {
@@ -462,7 +501,8 @@ static int eval_squad(const eval_opts *o0, text_runner *r, const cJSON *split) {
         for (int64_t i = 0; i < nb; i++) {
             const squad_question *sq = &s.q[i0 + i];
             size_t clen = strlen(sq->context);
-            int64_t b0 = spans[i].found ? spans[i].start : 0, b1 = spans[i].found ? spans[i].end : 0;
+            int64_t b0 = spans[i].found ? spans[i].start : 0,
+                    b1 = spans[i].found ? spans[i].end : 0;
             if (b0 < 0) b0 = 0;
             if (b1 > (int64_t)clen) b1 = (int64_t)clen;
             if (b1 < b0) b1 = b0;
@@ -470,7 +510,8 @@ static int eval_squad(const eval_opts *o0, text_runner *r, const cJSON *split) {
             if (!pred) goto oom;
             memcpy(pred, sq->context + b0, (size_t)(b1 - b0));
             pred[b1 - b0] = 0;
-            double e1 = squad_exact_match(pred, sq->golds, (size_t)sq->n_gold), e2 = squad_f1(pred, sq->golds, (size_t)sq->n_gold);
+            double e1 = squad_exact_match(pred, sq->golds, (size_t)sq->n_gold),
+                   e2 = squad_f1(pred, sq->golds, (size_t)sq->n_gold);
             free(pred);
             if (e1 < 0 || e2 < 0) goto oom;
             em += e1;
@@ -487,13 +528,14 @@ static int eval_squad(const eval_opts *o0, text_runner *r, const cJSON *split) {
         text_print_double(stdout, em);
         printf(",\"f1\":");
         text_print_double(stdout, f1);
-        printf(",\"failed\":%lld,\"max_length\":%ld,\"stride\":%ld,\"score\":\"%s\",\"seconds\":", (long long)failed,
-               o.max_len, o.stride, o.prob ? "prob" : "logit");
+        printf(",\"failed\":%lld,\"max_length\":%ld,\"stride\":%ld,\"score\":\"%s\",\"seconds\":",
+               (long long)failed, o.max_len, o.stride, o.prob ? "prob" : "logit");
         text_print_double(stdout, round(secs * 1000) / 1000);
         printf(",\"quantized\":%s}\n", r->info->quantized ? "true" : "false");
     } else {
-        printf("squad: n=%lld exact_match=%.4f f1=%.4f (max_length %ld, stride %ld%s) [%.2f s]\n", (long long)s.n, em,
-               f1, o.max_len, o.stride, failed ? ", some questions failed" : "", secs);
+        printf("squad: n=%lld exact_match=%.4f f1=%.4f (max_length %ld, stride %ld%s) [%.2f s]\n",
+               (long long)s.n, em, f1, o.max_len, o.stride, failed ? ", some questions failed" : "",
+               secs);
     }
     rc = 0;
     goto out;
@@ -530,6 +572,14 @@ int cmd_eval(int argc, char **argv) {
     eval_opts o = {.row_hi = -1, .batch = 32, .stride = -1};
     const char *v;
     long limit = 0;
+    if (cli_flag(&a, "--help") || cli_flag(&a, "-h")) {
+        printf("usage: bert8 eval MODEL_DIR --task sst2|xnli|mrpc|stsb|squad --data PATH [--json] "
+               "[--limit N]\n"
+               "  [--batch N] [--threads N] [--max-length N] [--split split.json] [--rows A:B] "
+               "[--lang xx]\n"
+               "  [--stride N] [--max-answer-len N] [--score prob|logit] [--quiet|--progress]\n");
+        return 0;
+    }
     o.task_name = cli_opt(&a, "--task");
     o.data = cli_opt(&a, "--data");
     o.split_path = cli_opt(&a, "--split");
@@ -540,43 +590,57 @@ int cmd_eval(int argc, char **argv) {
     if ((v = cli_opt(&a, "--limit")) && !cli_int(CMD, "--limit", v, 1, 1L << 40, &limit)) return 1;
     o.limit = limit;
     if ((v = cli_opt(&a, "--batch")) && !cli_int(CMD, "--batch", v, 1, 4096, &o.batch)) return 1;
-    if ((v = cli_opt(&a, "--threads")) && !cli_int(CMD, "--threads", v, 0, 1024, &o.threads)) return 1;
-    if ((v = cli_opt(&a, "--max-length")) && !cli_int(CMD, "--max-length", v, 8, 1 << 20, &o.max_len)) return 1;
-    if ((v = cli_opt(&a, "--stride")) && !cli_int(CMD, "--stride", v, 0, 1 << 20, &o.stride)) return 1;
-    if ((v = cli_opt(&a, "--max-answer-len")) && !cli_int(CMD, "--max-answer-len", v, 1, 1 << 20, &o.max_answer))
+    if ((v = cli_opt(&a, "--threads")) && !cli_int(CMD, "--threads", v, 0, 1024, &o.threads))
+        return 1;
+    if ((v = cli_opt(&a, "--max-length")) &&
+        !cli_int(CMD, "--max-length", v, 8, 1 << 20, &o.max_len))
+        return 1;
+    if ((v = cli_opt(&a, "--stride")) && !cli_int(CMD, "--stride", v, 0, 1 << 20, &o.stride))
+        return 1;
+    if ((v = cli_opt(&a, "--max-answer-len")) &&
+        !cli_int(CMD, "--max-answer-len", v, 1, 1 << 20, &o.max_answer))
         return 1;
     if ((v = cli_opt(&a, "--rows")) && !parse_rows(v, &o))
-        return cli_error(CMD, "--rows wants A:B (data rows A..B-1, 0-based, header excluded; A or B may be empty)");
+        return cli_error(
+            CMD,
+            "--rows wants A:B (data rows A..B-1, 0-based, header excluded; A or B may be empty)");
     if ((v = cli_opt(&a, "--score")) && strcmp(v, "prob") && strcmp(v, "logit"))
         return cli_error(CMD, "--score must be prob or logit");
     o.prob = v && !strcmp(v, "prob");
     const char *dir = cli_positional(&a);
     const char *left = cli_leftover(&a);
     if (left) return cli_error(CMD, "unknown argument \"%s\"", left);
-    if (!o.task_name || !*o.task_name) return cli_error(CMD, "missing --task sst2|xnli|mrpc|squad|stsb");
+    if (!o.task_name || !*o.task_name)
+        return cli_error(CMD, "missing --task sst2|xnli|mrpc|squad|stsb");
     static const struct {
         const char *name;
         task_kind k;
         bert8_head head;
-    } tasks[] = {{"sst2", TASK_SST2, BERT8_HEAD_SEQ_CLS}, {"xnli", TASK_XNLI, BERT8_HEAD_SEQ_CLS},
-                 {"mrpc", TASK_MRPC, BERT8_HEAD_SEQ_CLS}, {"stsb", TASK_STSB, BERT8_HEAD_SEQ_CLS},
+    } tasks[] = {{"sst2", TASK_SST2, BERT8_HEAD_SEQ_CLS},
+                 {"xnli", TASK_XNLI, BERT8_HEAD_SEQ_CLS},
+                 {"mrpc", TASK_MRPC, BERT8_HEAD_SEQ_CLS},
+                 {"stsb", TASK_STSB, BERT8_HEAD_SEQ_CLS},
                  {"squad", TASK_SQUAD, BERT8_HEAD_QA}};
     int ti = -1;
     for (int i = 0; i < 5; i++)
         if (!strcmp(o.task_name, tasks[i].name)) ti = i;
-    if (ti < 0) return cli_error(CMD, "unknown task \"%s\" (sst2, xnli, mrpc, squad or stsb)", o.task_name);
+    if (ti < 0)
+        return cli_error(CMD, "unknown task \"%s\" (sst2, xnli, mrpc, squad or stsb)", o.task_name);
     o.task = tasks[ti].k;
     if (!o.data || !*o.data) return cli_error(CMD, "missing --data PATH");
-    if (o.task == TASK_SQUAD && o.row_hi != -1) return cli_error(CMD, "--rows does not apply to squad");
+    if (o.task == TASK_SQUAD && o.row_hi != -1)
+        return cli_error(CMD, "--rows does not apply to squad");
     cJSON *split = NULL;
     char err[1024];
-    if (o.split_path && !(split = json_load_file(o.split_path, err, sizeof err))) return cli_error(CMD, "%s", err);
+    if (o.split_path && !(split = json_load_file(o.split_path, err, sizeof err)))
+        return cli_error(CMD, "%s", err);
     text_runner r;
     int rc = 1;
     if (text_runner_open(&r, CMD, dir, true, (int)o.threads, o.batch)) {
         if (r.info->head != tasks[ti].head) {
             cli_error(CMD, "%s is not a %s model (architecture \"%s\")", dir,
-                      o.task == TASK_SQUAD ? "question answering" : "sequence classification", r.info->architecture);
+                      o.task == TASK_SQUAD ? "question answering" : "sequence classification",
+                      r.info->architecture);
         } else if (o.max_len > r.max_tokens) {
             cli_error(CMD, "--max-length %ld exceeds the model's limit of %lld tokens", o.max_len,
                       (long long)r.max_tokens);

@@ -3,15 +3,39 @@
  * Input (stdin), one input per line:
  *   - a JSON object: {"text": ..., "text_pair": ...} ({"question": ..., "context": ...} for qa;
  *     an optional "id" of any type is echoed in the output line);
- *   - or plain text: the line is the text; "A<TAB>B" is a pair (qa: question<TAB>context).
- *     --plain treats every line as plain text, also lines that start with '{'.
+ *   - or plain text: the line is the text; "A<TAB>B" is a pair (qa: question<TAB>context;
+ *     ner takes no pairs). --plain treats every line as plain text, also lines starting '{'.
  * Empty lines are skipped. Output (stdout): one JSON object per input line, in input order.
  * A bad line (invalid JSON or UTF-8, a missing field, a NUL byte, longer than
  * --max-line-bytes, or text the model cannot take) prints "bert8 CMD: line N: why" on stderr
  * and {"line": N, "error": "why"} on stdout, and the command goes on; the exit status is then 1
  * (--strict stops after the batch holding the first bad line). Offsets: "start"/"end" and
  * "offsets" count Unicode characters (as Hugging Face's offset_mapping and pipelines do);
- * the *_byte variants count UTF-8 bytes. */
+ * the *_byte variants count UTF-8 bytes.
+ *
+ * What each prints:
+ *   tokenize  input_ids, token_type_ids (zeros for XLM-R, as its HF tokenizer gives),
+ *             tokens, offsets into the token's own text, sequence_ids, word_ids (null for
+ *             special tokens). No truncation unless --max-length.
+ *   classify  label, label_id, score and all scores (softmax, keyed by id2label); a
+ *             regression head (one label) prints its value as score. --logits adds logits.
+ *   embed     embedding: cls or mean (default) or max pooling over the attention mask,
+ *             --normalize for L2; a sentence-transformers folder's 1_Pooling/config.json
+ *             and Normalize module are followed unless flags say otherwise.
+ *   qa        answer, score, start/end: the best span over all windows (only_second
+ *             truncation, overflow windows of --max-length, default 384 or the model's
+ *             limit, overlapping by --stride, default min(128, max_length / 3)) with start <=
+ *             end, both in the context, at most --max-answer-len tokens (30). score is the
+ *             product of the start and end softmax probabilities, each taken over the
+ *             window's context tokens (HF's pipeline); --score logit ranks by the sum of
+ *             the two logits instead (the SQuAD reference post-processing). An empty
+ *             context gives "answer": null.
+ *   ner       words: each pre-tokenized word with the label and probability of its first
+ *             sub-token (long texts run in overlapping windows; a word seen twice takes
+ *             the window where it has more context); entities: runs of words merged by
+ *             B-X / I-X (a bare label X acts as I-X, "O" is outside), score = mean word
+ *             score, text = the span from the first word's start to the last word's end.
+ */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdarg.h>
@@ -27,10 +51,10 @@
 
 typedef struct item {
     int64_t line;
-    char *a, *b;  /* text and pair (pair NULL for a single text) */
-    char *id;     /* the "id" value as JSON, or NULL */
-    char *error;  /* why this line cannot be processed (NULL if out of memory) */
-    bool bad;     /* the line cannot be processed */
+    char *a, *b; /* text and pair (pair NULL for a single text) */
+    char *id;    /* the "id" value as JSON, or NULL */
+    char *error; /* why this line cannot be processed (NULL if out of memory) */
+    bool bad;    /* the line cannot be processed */
 } item;
 
 typedef enum pooling { POOL_UNSET, POOL_CLS, POOL_MEAN, POOL_MAX } pooling;
@@ -60,7 +84,7 @@ struct tcmd {
     void (*print)(tcmd *c, const item *it, int64_t k);
     /* classify / embed */
     float *out;
-    float *tmp;    /* [width] scratch for a softmax */
+    float *tmp; /* [width] scratch for a softmax */
     int64_t width;
     bool logits, normalize;
     pooling pool;
@@ -129,7 +153,8 @@ static void parse_item(tcmd *c, const text_line *l, item *it) {
     memset(it, 0, sizeof *it);
     it->line = l->lineno;
     size_t bad;
-    if (l->too_long) return item_fail(it, "longer than %zu bytes (see --max-line-bytes)", c->max_line);
+    if (l->too_long)
+        return item_fail(it, "longer than %zu bytes (see --max-line-bytes)", c->max_line);
     if (l->has_nul) return item_fail(it, "contains a NUL byte (binary input?)");
     if (!text_utf8_ok(l->buf, l->len, &bad)) return item_fail(it, "invalid UTF-8 at byte %zu", bad);
     size_t lead = strspn(l->buf, " \t");
@@ -137,9 +162,11 @@ static void parse_item(tcmd *c, const text_line *l, item *it) {
         /* cJSON ends a string at an escaped NUL, which would silently cut the text. */
         for (const char *p = l->buf; (p = strstr(p, "\\u0000")) != NULL; p++) {
             size_t bs = 0;
-            while (p - bs > l->buf && p[-(ptrdiff_t)bs - 1] == '\\') bs++;
-            if (bs % 2 == 0) return item_fail(it, "a string holds an escaped NUL (\\u0000) at byte %zu",
-                                              (size_t)(p - l->buf));
+            while (p - bs > l->buf && p[-(ptrdiff_t)bs - 1] == '\\')
+                bs++;
+            if (bs % 2 == 0)
+                return item_fail(it, "a string holds an escaped NUL (\\u0000) at byte %zu",
+                                 (size_t)(p - l->buf));
         }
         cJSON *root = cJSON_ParseWithLength(l->buf, l->len);
         if (!root || !cJSON_IsObject(root)) {
@@ -196,15 +223,18 @@ static void print_floats(const float *v, int64_t n) {
 
 /* "start","end" (characters) and "start_byte","end_byte" of a span of text. */
 static void print_span(text_chars *tc, int64_t b0, int64_t b1) {
-    printf("\"start\":%lld,\"end\":%lld,\"start_byte\":%lld,\"end_byte\":%lld", (long long)text_chars_at(tc, b0),
-           (long long)text_chars_at(tc, b1), (long long)b0, (long long)b1);
+    printf("\"start\":%lld,\"end\":%lld,\"start_byte\":%lld,\"end_byte\":%lld",
+           (long long)text_chars_at(tc, b0), (long long)text_chars_at(tc, b1), (long long)b0,
+           (long long)b1);
 }
 
 /* Narrows [*b0, *b1) past blanks at either end: a SentencePiece "\u2581" token spans the space
  * before its word. */
 static void trim_span(const char *s, int64_t *b0, int64_t *b1) {
-    while (*b0 < *b1 && s[*b0] && strchr(" \t\n\r\v\f", s[*b0])) (*b0)++;
-    while (*b1 > *b0 && s[*b1 - 1] && strchr(" \t\n\r\v\f", s[*b1 - 1])) (*b1)--;
+    while (*b0 < *b1 && s[*b0] && strchr(" \t\n\r\v\f", s[*b0]))
+        (*b0)++;
+    while (*b1 > *b0 && s[*b1 - 1] && strchr(" \t\n\r\v\f", s[*b1 - 1]))
+        (*b1)--;
 }
 
 /* ---- the batch loop ----------------------------------------------------------------------- */
@@ -219,7 +249,8 @@ static void run_group(tcmd *c, item *it, int64_t n) {
     if (nv) {
         bert8_status st = c->compute(c, nv, a, b);
         if (st && nv > 1) {
-            for (int64_t i = 0; i < n; i++) run_group(c, it + i, 1);
+            for (int64_t i = 0; i < n; i++)
+                run_group(c, it + i, 1);
             return;
         }
         if (st)
@@ -227,8 +258,10 @@ static void run_group(tcmd *c, item *it, int64_t n) {
                 if (!it[i].bad) item_fail(&it[i], "%s", c->r.err);
     }
     for (int64_t i = 0, k = 0; i < n; i++) {
-        if (it[i].bad) print_error(c, &it[i]);
-        else c->print(c, &it[i], k++);
+        if (it[i].bad)
+            print_error(c, &it[i]);
+        else
+            c->print(c, &it[i], k++);
     }
 }
 
@@ -243,14 +276,16 @@ static int drive(tcmd *c) {
         parse_item(c, &line, &items[n++]);
         if (n == c->batch) {
             run_group(c, items, n);
-            for (int64_t i = 0; i < n; i++) item_clear(&items[i]);
+            for (int64_t i = 0; i < n; i++)
+                item_clear(&items[i]);
             n = 0;
             fflush(stdout);
             if (c->strict && c->failed) break;
         }
     }
     if (n) run_group(c, items, n);
-    for (int64_t i = 0; i < n; i++) item_clear(&items[i]);
+    for (int64_t i = 0; i < n; i++)
+        item_clear(&items[i]);
     free(items);
     text_line_free(&line);
     fflush(stdout);
@@ -266,7 +301,8 @@ static int drive(tcmd *c) {
 /* drive() for commands that take a softmax over the model's labels. */
 static int drive_labels(tcmd *c) {
     if (c->width < 1) return cli_error(c->name, "the model has no labels");
-    if (!(c->tmp = malloc((size_t)c->width * sizeof(float)))) return cli_error(c->name, "out of memory");
+    if (!(c->tmp = malloc((size_t)c->width * sizeof(float))))
+        return cli_error(c->name, "out of memory");
     return drive(c);
 }
 
@@ -281,7 +317,8 @@ static bool grow(void **p, size_t count, size_t size) {
 
 /* ---- tokenize ------------------------------------------------------------------------------- */
 
-static bert8_status tokenize_compute(tcmd *c, int64_t n, const char *const *a, const char *const *b) {
+static bert8_status tokenize_compute(tcmd *c, int64_t n, const char *const *a,
+                                     const char *const *b) {
     return text_runner_encode(&c->r, n, a, b, &c->ep);
 }
 
@@ -289,8 +326,10 @@ static void print_ids(const int32_t *v, int64_t n, bool null_negative) {
     putchar('[');
     for (int64_t i = 0; i < n; i++) {
         if (i) putchar(',');
-        if (null_negative && v[i] < 0) fputs("null", stdout);
-        else printf("%d", v[i]);
+        if (null_negative && v[i] < 0)
+            fputs("null", stdout);
+        else
+            printf("%d", v[i]);
     }
     putchar(']');
 }
@@ -317,7 +356,8 @@ static void tokenize_print(tcmd *c, const item *it, int64_t k) {
     printf("],\"offsets\":[");
     for (int64_t j = 0; j < L; j++) {
         text_chars *tc = seq[j] == 1 ? &cb : &ca;
-        int64_t s = seq[j] < 0 ? 0 : text_chars_at(tc, off[2 * j]), f = seq[j] < 0 ? 0 : text_chars_at(tc, off[2 * j + 1]);
+        int64_t s = seq[j] < 0 ? 0 : text_chars_at(tc, off[2 * j]),
+                f = seq[j] < 0 ? 0 : text_chars_at(tc, off[2 * j + 1]);
         printf("%s[%lld,%lld]", j ? "," : "", (long long)s, (long long)f);
     }
     printf("],\"byte_offsets\":[");
@@ -337,11 +377,13 @@ static int classify_chunk(void *ctx, const bert8_outputs *o, int64_t row0, int64
     const int64_t L = c->width;
     if (!o->logits.data || o->logits.ndim != 2 || o->logits.shape[1] != L) return 1;
     for (int64_t i = 0; i < n; i++)
-        memcpy(c->out + c->r.enc.row_input[row0 + i] * L, o->logits.data + i * L, (size_t)L * sizeof(float));
+        memcpy(c->out + c->r.enc.row_input[row0 + i] * L, o->logits.data + i * L,
+               (size_t)L * sizeof(float));
     return 0;
 }
 
-static bert8_status classify_compute(tcmd *c, int64_t n, const char *const *a, const char *const *b) {
+static bert8_status classify_compute(tcmd *c, int64_t n, const char *const *a,
+                                     const char *const *b) {
     bert8_status st = text_runner_encode(&c->r, n, a, b, &c->ep);
     if (st) return st;
     if (!grow((void **)&c->out, (size_t)n * (size_t)c->width, sizeof(float))) {
@@ -397,22 +439,27 @@ static int embed_chunk(void *ctx, const bert8_outputs *o, int64_t row0, int64_t 
             memcpy(dst, x, (size_t)H * sizeof(float));
         } else {
             int64_t cnt = 0;
-            for (int64_t d = 0; d < H; d++) dst[d] = c->pool == POOL_MAX ? -INFINITY : 0.0f;
+            for (int64_t d = 0; d < H; d++)
+                dst[d] = c->pool == POOL_MAX ? -INFINITY : 0.0f;
             for (int64_t t = 0; t < T; t++) {
                 if (!mask[t]) continue;
                 cnt++;
                 for (int64_t d = 0; d < H; d++)
-                    dst[d] = c->pool == POOL_MAX ? fmaxf(dst[d], x[t * H + d]) : dst[d] + x[t * H + d];
+                    dst[d] =
+                        c->pool == POOL_MAX ? fmaxf(dst[d], x[t * H + d]) : dst[d] + x[t * H + d];
             }
             if (c->pool == POOL_MEAN)
-                for (int64_t d = 0; d < H; d++) dst[d] /= (float)(cnt ? cnt : 1);
+                for (int64_t d = 0; d < H; d++)
+                    dst[d] /= (float)(cnt ? cnt : 1);
         }
         if (c->normalize) {
             double ss = 0;
-            for (int64_t d = 0; d < H; d++) ss += (double)dst[d] * dst[d];
+            for (int64_t d = 0; d < H; d++)
+                ss += (double)dst[d] * dst[d];
             /* sentence-transformers' Normalize: x / max(||x||, 1e-12) */
             double inv = 1.0 / fmax(sqrt(ss), 1e-12);
-            for (int64_t d = 0; d < H; d++) dst[d] = (float)(dst[d] * inv);
+            for (int64_t d = 0; d < H; d++)
+                dst[d] = (float)(dst[d] * inv);
         }
     }
     return 0;
@@ -454,16 +501,20 @@ static bool read_st_config(const char *cmd, const char *dir, pooling *pool, bool
         static const struct {
             const char *key;
             pooling p;
-        } modes[] = {{"pooling_mode_cls_token", POOL_CLS}, {"pooling_mode_mean_tokens", POOL_MEAN},
-                     {"pooling_mode_max_tokens", POOL_MAX}, {"pooling_mode_mean_sqrt_len_tokens", POOL_UNSET},
-                     {"pooling_mode_weightedmean_tokens", POOL_UNSET}, {"pooling_mode_lasttoken", POOL_UNSET}};
+        } modes[] = {{"pooling_mode_cls_token", POOL_CLS},
+                     {"pooling_mode_mean_tokens", POOL_MEAN},
+                     {"pooling_mode_max_tokens", POOL_MAX},
+                     {"pooling_mode_mean_sqrt_len_tokens", POOL_UNSET},
+                     {"pooling_mode_weightedmean_tokens", POOL_UNSET},
+                     {"pooling_mode_lasttoken", POOL_UNSET}};
         int on = 0;
         bool ok = true;
         for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
             if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, modes[i].key))) continue;
             on++;
             if (modes[i].p == POOL_UNSET) {
-                cli_error(cmd, "%s: %s is not supported (use --pooling cls|mean|max)", path, modes[i].key);
+                cli_error(cmd, "%s: %s is not supported (use --pooling cls|mean|max)", path,
+                          modes[i].key);
                 ok = false;
             } else if (*pool == POOL_UNSET) {
                 *pool = modes[i].p;
@@ -471,7 +522,9 @@ static bool read_st_config(const char *cmd, const char *dir, pooling *pool, bool
         }
         cJSON_Delete(root);
         if (ok && on > 1) {
-            cli_error(cmd, "%s: several pooling modes are on (concatenated); choose one with --pooling", path);
+            cli_error(cmd,
+                      "%s: several pooling modes are on (concatenated); choose one with --pooling",
+                      path);
             ok = false;
         }
         if (!ok) return false;
@@ -492,10 +545,12 @@ static bool read_st_config(const char *cmd, const char *dir, pooling *pool, bool
 static int qa_chunk(void *ctx, const bert8_outputs *o, int64_t row0, int64_t n) {
     tcmd *c = ctx;
     const bert8_encoding *e = &c->r.enc;
-    if (!o->start_logits.data || !o->end_logits.data || o->start_logits.shape[1] != e->seq) return 1;
+    if (!o->start_logits.data || !o->end_logits.data || o->start_logits.shape[1] != e->seq)
+        return 1;
     for (int64_t i = 0; i < n; i++)
-        text_qa_scan(e, row0 + i, o->start_logits.data + i * e->seq, o->end_logits.data + i * e->seq,
-                     c->max_answer, c->prob, &c->spans[e->row_input[row0 + i]]);
+        text_qa_scan(e, row0 + i, o->start_logits.data + i * e->seq,
+                     o->end_logits.data + i * e->seq, c->max_answer, c->prob,
+                     &c->spans[e->row_input[row0 + i]]);
     return 0;
 }
 
@@ -611,8 +666,8 @@ static const char *entity_type(const char *label, bool *begin) {
     return label;
 }
 
-static void print_entity(const char *text, text_chars *tc, const char *type, int64_t b0, int64_t b1, double sum,
-                         int64_t nw, bool first) {
+static void print_entity(const char *text, text_chars *tc, const char *type, int64_t b0, int64_t b1,
+                         double sum, int64_t nw, bool first) {
     printf("%s{\"entity_group\":", first ? "" : ",");
     cli_print_json_string(stdout, type);
     printf(",\"score\":");
@@ -657,7 +712,8 @@ static void ner_print(tcmd *c, const item *it, int64_t k) {
     for (int64_t i = 0; i <= nw; i++) {
         if (i < nw && !w[i].seen) continue;
         bool begin = false;
-        const char *type = i < nw ? entity_type(bert8_model_label(c->r.model, w[i].label), &begin) : NULL;
+        const char *type =
+            i < nw ? entity_type(bert8_model_label(c->r.model, w[i].label), &begin) : NULL;
         if (open && (!type || begin || strcmp(type, open))) {
             print_entity(it->a, &tc, open, b0, b1, sum, cnt, first);
             first = false;
@@ -689,6 +745,18 @@ static void tcmd_free(tcmd *c) {
     free(c->word_count);
 }
 
+#define COMMON_USAGE                                                                               \
+    "  input: JSON lines ({\"text\": ..., \"text_pair\": ...}) or plain text lines (A<TAB>B: a "   \
+    "pair)\n"                                                                                      \
+    "  --batch N (32)  --threads N (0: physical cores)  --max-length N  --plain  --strict\n"       \
+    "  --max-line-bytes N (4194304)\n"
+
+static bool want_help(cli_args *a, const char *usage) {
+    if (!cli_flag(a, "--help") && !cli_flag(a, "-h")) return false;
+    printf("%s" COMMON_USAGE, usage);
+    return true;
+}
+
 /* Options every text command takes; returns false (after printing why) on a bad value. */
 static bool common_options(tcmd *c, cli_args *a, long *threads, long *max_len) {
     const char *v;
@@ -703,8 +771,10 @@ static bool common_options(tcmd *c, cli_args *a, long *threads, long *max_len) {
         if (!cli_int(c->name, "--batch", v, 1, MAX_BATCH, &x)) return false;
         c->batch = x;
     }
-    if ((v = cli_opt(a, "--threads")) && !cli_int(c->name, "--threads", v, 0, 1024, threads)) return false;
-    if ((v = cli_opt(a, "--max-length")) && !cli_int(c->name, "--max-length", v, 8, 1 << 20, max_len))
+    if ((v = cli_opt(a, "--threads")) && !cli_int(c->name, "--threads", v, 0, 1024, threads))
+        return false;
+    if ((v = cli_opt(a, "--max-length")) &&
+        !cli_int(c->name, "--max-length", v, 8, 1 << 20, max_len))
         return false;
     if ((v = cli_opt(a, "--max-line-bytes"))) {
         if (!cli_int(c->name, "--max-line-bytes", v, 1, 1L << 30, &x)) return false;
@@ -714,12 +784,14 @@ static bool common_options(tcmd *c, cli_args *a, long *threads, long *max_len) {
 }
 
 /* Opens the model, checks the head and settles max_len; false after printing why. */
-static bool open_model(tcmd *c, const char *dir, long threads, long max_len, int need_head, int64_t dflt_len) {
+static bool open_model(tcmd *c, const char *dir, long threads, long max_len, int need_head,
+                       int64_t dflt_len) {
     if (!text_runner_open(&c->r, c->name, dir, c->with_model, (int)threads, c->batch)) return false;
     if (c->with_model && need_head >= 0 && c->r.info->head != (bert8_head)need_head) {
-        static const char *what[] = {"a base model", "a sequence classification model", "a token classification model",
-                                     "a question answering model"};
-        cli_error(c->name, "%s is not %s (architecture \"%s\")", dir, what[need_head], c->r.info->architecture);
+        static const char *what[] = {"a base model", "a sequence classification model",
+                                     "a token classification model", "a question answering model"};
+        cli_error(c->name, "%s is not %s (architecture \"%s\")", dir, what[need_head],
+                  c->r.info->architecture);
         return false;
     }
     if (max_len > 0 && c->with_model && max_len > c->r.max_tokens) {
@@ -727,15 +799,20 @@ static bool open_model(tcmd *c, const char *dir, long threads, long max_len, int
                   (long long)c->r.max_tokens);
         return false;
     }
-    c->max_len = max_len > 0 ? max_len : (dflt_len > 0 && dflt_len < c->r.max_tokens ? dflt_len : c->r.max_tokens);
+    c->max_len = max_len > 0
+                     ? max_len
+                     : (dflt_len > 0 && dflt_len < c->r.max_tokens ? dflt_len : c->r.max_tokens);
     return true;
 }
 
-static int finish(tcmd *c, cli_args *a, const char *dir, long threads, long max_len, int head, int64_t dflt_len) {
+static int finish(tcmd *c, cli_args *a, const char *dir, long threads, long max_len, int head,
+                  int64_t dflt_len) {
     const char *left = cli_leftover(a);
     int rc = 1;
-    if (left) cli_error(c->name, "unknown argument \"%s\"", left);
-    else if (open_model(c, dir, threads, max_len, head, dflt_len)) rc = -1;
+    if (left)
+        cli_error(c->name, "unknown argument \"%s\"", left);
+    else if (open_model(c, dir, threads, max_len, head, dflt_len))
+        rc = -1;
     return rc;
 }
 
@@ -743,6 +820,9 @@ int cmd_tokenize(int argc, char **argv) {
     tcmd c = {.name = "tokenize", .fa = "text", .fb = "text_pair"};
     cli_args a;
     cli_args_init(&a, argc, argv);
+    if (want_help(
+            &a, "usage: bert8 tokenize MODEL_DIR [--max-length N] [--no-special-tokens] < lines\n"))
+        return 0;
     long threads, max_len;
     if (!common_options(&c, &a, &threads, &max_len)) return 1;
     bool nospecial = cli_flag(&a, "--no-special-tokens");
@@ -767,6 +847,7 @@ int cmd_classify(int argc, char **argv) {
     tcmd c = {.name = "classify", .fa = "text", .fb = "text_pair", .with_model = true};
     cli_args a;
     cli_args_init(&a, argc, argv);
+    if (want_help(&a, "usage: bert8 classify MODEL_DIR [--logits] < lines\n")) return 0;
     long threads, max_len;
     if (!common_options(&c, &a, &threads, &max_len)) return 1;
     c.logits = cli_flag(&a, "--logits");
@@ -789,15 +870,22 @@ int cmd_embed(int argc, char **argv) {
     tcmd c = {.name = "embed", .fa = "text", .fb = "text_pair", .with_model = true};
     cli_args a;
     cli_args_init(&a, argc, argv);
+    if (want_help(&a, "usage: bert8 embed MODEL_DIR [--pooling cls|mean|max] "
+                      "[--normalize|--no-normalize] < lines\n"))
+        return 0;
     long threads, max_len;
     if (!common_options(&c, &a, &threads, &max_len)) return 1;
     const char *pool = cli_opt(&a, "--pooling");
     bool norm_flag = cli_flag(&a, "--normalize"), no_norm = cli_flag(&a, "--no-normalize");
     if (pool) {
-        if (!strcmp(pool, "cls")) c.pool = POOL_CLS;
-        else if (!strcmp(pool, "mean")) c.pool = POOL_MEAN;
-        else if (!strcmp(pool, "max")) c.pool = POOL_MAX;
-        else return cli_error(c.name, "--pooling must be cls, mean or max, not \"%s\"", pool);
+        if (!strcmp(pool, "cls"))
+            c.pool = POOL_CLS;
+        else if (!strcmp(pool, "mean"))
+            c.pool = POOL_MEAN;
+        else if (!strcmp(pool, "max"))
+            c.pool = POOL_MAX;
+        else
+            return cli_error(c.name, "--pooling must be cls, mean or max, not \"%s\"", pool);
     }
     const char *dir = cli_positional(&a);
     if (dir && !read_st_config(c.name, dir, &c.pool, &c.normalize)) return 1;
@@ -819,24 +907,34 @@ int cmd_embed(int argc, char **argv) {
 }
 
 int cmd_qa(int argc, char **argv) {
-    tcmd c = {.name = "qa", .fa = "question", .fb = "context", .pair_needed = true, .with_model = true};
+    tcmd c = {
+        .name = "qa", .fa = "question", .fb = "context", .pair_needed = true, .with_model = true};
     cli_args a;
     cli_args_init(&a, argc, argv);
+    if (want_help(
+            &a,
+            "usage: bert8 qa MODEL_DIR [--stride N] [--max-answer-len N] [--score prob|logit] < "
+            "lines\n  input: {\"question\": ..., \"context\": ...} or question<TAB>context\n"))
+        return 0;
     long threads, max_len, stride = -1, max_answer = 30;
     if (!common_options(&c, &a, &threads, &max_len)) return 1;
     const char *v;
-    if ((v = cli_opt(&a, "--stride")) && !cli_int(c.name, "--stride", v, 0, 1 << 20, &stride)) return 1;
-    if ((v = cli_opt(&a, "--max-answer-len")) && !cli_int(c.name, "--max-answer-len", v, 1, 1 << 20, &max_answer))
+    if ((v = cli_opt(&a, "--stride")) && !cli_int(c.name, "--stride", v, 0, 1 << 20, &stride))
+        return 1;
+    if ((v = cli_opt(&a, "--max-answer-len")) &&
+        !cli_int(c.name, "--max-answer-len", v, 1, 1 << 20, &max_answer))
         return 1;
     c.prob = true;
     if ((v = cli_opt(&a, "--score"))) {
-        if (strcmp(v, "prob") && strcmp(v, "logit")) return cli_error(c.name, "--score must be prob or logit");
+        if (strcmp(v, "prob") && strcmp(v, "logit"))
+            return cli_error(c.name, "--score must be prob or logit");
         c.prob = !strcmp(v, "prob");
     }
     const char *dir = cli_positional(&a);
     int rc = finish(&c, &a, dir, threads, max_len, BERT8_HEAD_QA, 384);
     if (rc < 0 && stride >= c.max_len / 2) {
-        rc = cli_error(c.name, "--stride %ld must be below half of max_length %lld", stride, (long long)c.max_len);
+        rc = cli_error(c.name, "--stride %ld must be below half of max_length %lld", stride,
+                       (long long)c.max_len);
     } else if (rc < 0) {
         c.max_answer = max_answer;
         c.stride = stride >= 0 ? stride : (c.max_len / 3 < 128 ? c.max_len / 3 : 128);
@@ -857,14 +955,17 @@ int cmd_ner(int argc, char **argv) {
     tcmd c = {.name = "ner", .fa = "text", .with_model = true};
     cli_args a;
     cli_args_init(&a, argc, argv);
+    if (want_help(&a, "usage: bert8 ner MODEL_DIR [--stride N] < lines\n")) return 0;
     long threads, max_len, stride = -1;
     if (!common_options(&c, &a, &threads, &max_len)) return 1;
     const char *v;
-    if ((v = cli_opt(&a, "--stride")) && !cli_int(c.name, "--stride", v, 0, 1 << 20, &stride)) return 1;
+    if ((v = cli_opt(&a, "--stride")) && !cli_int(c.name, "--stride", v, 0, 1 << 20, &stride))
+        return 1;
     const char *dir = cli_positional(&a);
     int rc = finish(&c, &a, dir, threads, max_len, BERT8_HEAD_TOKEN_CLS, 0);
     if (rc < 0 && stride >= c.max_len / 2) {
-        rc = cli_error(c.name, "--stride %ld must be below half of max_length %lld", stride, (long long)c.max_len);
+        rc = cli_error(c.name, "--stride %ld must be below half of max_length %lld", stride,
+                       (long long)c.max_len);
     } else if (rc < 0) {
         c.width = c.r.info->num_labels;
         c.stride = stride >= 0 ? stride : c.max_len / 4;

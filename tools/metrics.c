@@ -12,7 +12,8 @@
 double metric_accuracy(const int *pred, const int *gold, size_t n) {
     if (n == 0) return NAN;
     size_t ok = 0;
-    for (size_t i = 0; i < n; i++) ok += pred[i] == gold[i];
+    for (size_t i = 0; i < n; i++)
+        ok += pred[i] == gold[i];
     return (double)ok / (double)n;
 }
 
@@ -33,7 +34,8 @@ metric_prf metric_binary_f1(const int *pred, const int *gold, size_t n, int posi
 double metric_pearson(const double *x, const double *y, size_t n) {
     if (n < 2) return NAN;
     double mx = 0, my = 0;
-    for (size_t i = 0; i < n; i++) mx += x[i], my += y[i];
+    for (size_t i = 0; i < n; i++)
+        mx += x[i], my += y[i];
     mx /= (double)n;
     my /= (double)n;
     double sxy = 0, sxx = 0, syy = 0;
@@ -64,13 +66,16 @@ int metric_average_ranks(const double *x, size_t n, double *ranks) {
     if (n == 0) return 0;
     ranked *r = malloc(n * sizeof *r); /* n * 16 cannot overflow for an array that exists */
     if (!r) return -1;
-    for (size_t i = 0; i < n; i++) r[i] = (ranked){x[i], i};
+    for (size_t i = 0; i < n; i++)
+        r[i] = (ranked){x[i], i};
     qsort(r, n, sizeof *r, ranked_cmp);
     for (size_t i = 0; i < n;) {
         size_t j = i + 1;
-        while (j < n && r[j].v == r[i].v) j++;
+        while (j < n && r[j].v == r[i].v)
+            j++;
         double avg = ((double)(i + 1) + (double)j) / 2.0; /* mean of the 1-based ranks i+1 .. j */
-        for (size_t k = i; k < j; k++) ranks[r[k].i] = avg;
+        for (size_t k = i; k < j; k++)
+            ranks[r[k].i] = avg;
         i = j;
     }
     free(r);
@@ -82,7 +87,8 @@ double metric_spearman(const double *x, const double *y, size_t n) {
     double *rx = malloc(2 * n * sizeof *rx);
     if (!rx) return NAN;
     double *ry = rx + n, out = NAN;
-    if (!metric_average_ranks(x, n, rx) && !metric_average_ranks(y, n, ry)) out = metric_pearson(rx, ry, n);
+    if (!metric_average_ranks(x, n, rx) && !metric_average_ranks(y, n, ry))
+        out = metric_pearson(rx, ry, n);
     free(rx);
     return out;
 }
@@ -92,19 +98,25 @@ double metric_spearman(const double *x, const double *y, size_t n) {
 /* Python's str.isspace(): bidi classes WS, B, S and category Zs. */
 static bool py_space(int32_t c) {
     return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 ||
-           c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
-           c == 0x205F || c == 0x3000;
+           c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
+           c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
 /* re's \w on str patterns: alphanumerics (letters and numbers) and the underscore. */
 static bool py_word(int32_t c) {
     if (c == '_') return true;
     switch (utf8proc_category(c)) {
-    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_ND:
-    case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_NO:
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_NO:
         return true;
-    default: return false;
+    default:
+        return false;
     }
 }
 
@@ -120,7 +132,9 @@ static bool py_case_ignorable(int32_t c) {
            k == UTF8PROC_CATEGORY_SK;
 }
 
-static bool ascii_punct(int32_t c) { return c < 128 && c > 32 && c != 127 && strchr("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", (int)c); }
+static bool ascii_punct(int32_t c) {
+    return c < 128 && c > 32 && c != 127 && strchr("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", (int)c);
+}
 
 /* str.lower() of cp[0..n) into out (room for 2n: U+0130 becomes two code points). Python
  * applies the Final_Sigma rule, so a capital sigma ending a word lowers to U+03C2. */
@@ -168,7 +182,8 @@ char *squad_normalize(const char *s) {
     if (!a || !b) goto done;
     for (size_t off = 0; off < len;) {
         utf8proc_int32_t c;
-        utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + off, (utf8proc_ssize_t)(len - off), &c);
+        utf8proc_ssize_t k =
+            utf8proc_iterate((const utf8proc_uint8_t *)s + off, (utf8proc_ssize_t)(len - off), &c);
         if (k <= 0) goto done;
         a[n++] = c;
         off += (size_t)k;
@@ -177,7 +192,8 @@ char *squad_normalize(const char *s) {
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
         if (!ascii_punct(b[i])) a[m++] = b[i];
-    /* Articles are whole \w-runs; each becomes one space, as re.sub(r"\b(a|an|the)\b", " ") does. */
+    /* Articles are whole \w-runs; each becomes one space, as re.sub(r"\b(a|an|the)\b", " ") does.
+     */
     n = 0;
     for (size_t i = 0; i < m;) {
         if (!py_word(a[i])) {
@@ -185,7 +201,8 @@ char *squad_normalize(const char *s) {
             continue;
         }
         size_t j = i;
-        while (j < m && py_word(a[j])) j++;
+        while (j < m && py_word(a[j]))
+            j++;
         if (is_article(a + i, j - i)) {
             b[n++] = ' ';
         } else {
@@ -214,7 +231,9 @@ done:
     return out;
 }
 
-static int str_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int str_cmp(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 /* Splits a normalised string (single spaces) in place into sorted tokens; returns the count. */
 static size_t split_sorted(char *s, char **tok) {
@@ -246,9 +265,12 @@ static double f1_normalized(const char *pn, const char *gn, bool *oom) {
     /* Counter(p) & Counter(g): the multiset intersection of two sorted lists. */
     for (size_t i = 0, j = 0; i < np && j < ng;) {
         int c = strcmp(tp[i], tg[j]);
-        if (c == 0) same++, i++, j++;
-        else if (c < 0) i++;
-        else j++;
+        if (c == 0)
+            same++, i++, j++;
+        else if (c < 0)
+            i++;
+        else
+            j++;
     }
     if (same) {
         double prec = (double)same / (double)np, rec = (double)same / (double)ng;

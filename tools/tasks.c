@@ -46,7 +46,8 @@ bool tsv_load(const char *path, tsv_table *t, char *err, size_t err_len) {
     if (len >= 3 && !memcmp(p, "\xEF\xBB\xBF", 3)) p += 3;
     size_t bad;
     if (memchr(p, 0, (size_t)(end - p))) {
-        snprintf(err, err_len, "%s: contains a NUL byte at byte %zu", path, (size_t)((char *)memchr(p, 0, (size_t)(end - p)) - t->data));
+        snprintf(err, err_len, "%s: contains a NUL byte at byte %zu", path,
+                 (size_t)((char *)memchr(p, 0, (size_t)(end - p)) - t->data));
         goto fail;
     }
     if (!text_utf8_ok(p, (size_t)(end - p), &bad)) {
@@ -66,19 +67,21 @@ bool tsv_load(const char *path, tsv_table *t, char *err, size_t err_len) {
             continue;
         }
         int64_t nf = 1;
-        for (char *c = q; *c; c++) nf += *c == '\t';
+        for (char *c = q; *c; c++)
+            nf += *c == '\t';
         if (t->cols == 0) {
             t->cols = nf;
         } else if (nf != t->cols) {
-            snprintf(err, err_len, "%s:%lld: %lld fields where the header has %lld", path, (long long)line,
-                     (long long)nf, (long long)t->cols);
+            snprintf(err, err_len, "%s:%lld: %lld fields where the header has %lld", path,
+                     (long long)line, (long long)nf, (long long)t->cols);
             goto fail;
         }
         int64_t row = t->cells ? t->rows + 1 : 0; /* 0 is the header */
         if (row + 1 > cap_rows) {
             cap_rows = cap_rows ? cap_rows * 2 : 1024;
             size_t bytes;
-            if (__builtin_mul_overflow((size_t)cap_rows, (size_t)t->cols * sizeof(char *), &bytes)) goto oom;
+            if (__builtin_mul_overflow((size_t)cap_rows, (size_t)t->cols * sizeof(char *), &bytes))
+                goto oom;
             char **nc = realloc(t->cells, bytes);
             if (!nc) goto oom;
             t->cells = nc;
@@ -141,8 +144,8 @@ cJSON *json_load_file(const char *path, char *err, size_t err_len) {
 }
 
 /* A string member of a SQuAD object, checked for UTF-8; NULL with a message naming where. */
-static const char *squad_str(const cJSON *o, const char *key, const char *path, const char *where, char *err,
-                             size_t err_len) {
+static const char *squad_str(const cJSON *o, const char *key, const char *path, const char *where,
+                             char *err, size_t err_len) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     size_t bad;
     if (!cJSON_IsString(v) || !v->valuestring) {
@@ -156,10 +159,11 @@ static const char *squad_str(const cJSON *o, const char *key, const char *path, 
     return v->valuestring;
 }
 
-static const cJSON *squad_arr(const cJSON *o, const char *key, const char *path, const char *where, char *err,
-                              size_t err_len) {
+static const cJSON *squad_arr(const cJSON *o, const char *key, const char *path, const char *where,
+                              char *err, size_t err_len) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!cJSON_IsArray(v)) snprintf(err, err_len, "%s: %s.%s is missing or not an array", path, where, key);
+    if (!cJSON_IsArray(v))
+        snprintf(err, err_len, "%s: %s.%s is missing or not an array", path, where, key);
     return cJSON_IsArray(v) ? v : NULL;
 }
 
@@ -176,7 +180,8 @@ bool squad_load(const char *path, squad_set *s, char *err, size_t err_len) {
             char where[160];
             snprintf(where, sizeof where, "data[%d]", ai);
             const char *title = squad_str(art, "title", path, where, err, err_len);
-            const cJSON *paras = title ? squad_arr(art, "paragraphs", path, where, err, err_len) : NULL;
+            const cJSON *paras =
+                title ? squad_arr(art, "paragraphs", path, where, err, err_len) : NULL;
             if (!paras) goto fail;
             int pi = 0;
             for (const cJSON *para = paras->child; para; para = para->next, pi++) {
@@ -188,7 +193,8 @@ bool squad_load(const char *path, squad_set *s, char *err, size_t err_len) {
                 for (const cJSON *qa = qas->child; qa; qa = qa->next, qi++) {
                     snprintf(where, sizeof where, "data[%d].paragraphs[%d].qas[%d]", ai, pi, qi);
                     const char *question = squad_str(qa, "question", path, where, err, err_len);
-                    const cJSON *ans = question ? squad_arr(qa, "answers", path, where, err, err_len) : NULL;
+                    const cJSON *ans =
+                        question ? squad_arr(qa, "answers", path, where, err, err_len) : NULL;
                     if (!ans) goto fail;
                     const cJSON *idj = cJSON_GetObjectItemCaseSensitive(qa, "id");
                     int64_t g0 = ng;
@@ -246,7 +252,8 @@ void squad_keep_titles(squad_set *s, const char *const *titles, int64_t n) {
     int64_t k = 0;
     for (int64_t i = 0; i < s->n; i++) {
         bool keep = false;
-        for (int64_t j = 0; j < n && !keep; j++) keep = !strcmp(s->q[i].title, titles[j]);
+        for (int64_t j = 0; j < n && !keep; j++)
+            keep = !strcmp(s->q[i].title, titles[j]);
         if (keep) s->q[k++] = s->q[i];
     }
     s->n = k;

@@ -15,9 +15,9 @@
  * loaders read them with quoting off). */
 typedef struct tsv_table {
     char *data;
-    char **cells;         /* [(rows + 1) * cols]: the header row first */
-    int64_t rows, cols;   /* data rows (header excluded) */
-    int64_t *line;        /* [rows] 1-based line number of each data row in the file */
+    char **cells;       /* [(rows + 1) * cols]: the header row first */
+    int64_t rows, cols; /* data rows (header excluded) */
+    int64_t *line;      /* [rows] 1-based line number of each data row in the file */
 } tsv_table;
 
 /* Loads path; every row must have as many fields as the header. Blank lines are skipped. */

@@ -123,14 +123,26 @@ void text_print_json_bytes(FILE *f, const char *s, size_t n) {
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         switch (c) {
-        case '"': fputs("\\\"", f); break;
-        case '\\': fputs("\\\\", f); break;
-        case '\n': fputs("\\n", f); break;
-        case '\r': fputs("\\r", f); break;
-        case '\t': fputs("\\t", f); break;
+        case '"':
+            fputs("\\\"", f);
+            break;
+        case '\\':
+            fputs("\\\\", f);
+            break;
+        case '\n':
+            fputs("\\n", f);
+            break;
+        case '\r':
+            fputs("\\r", f);
+            break;
+        case '\t':
+            fputs("\\t", f);
+            break;
         default:
-            if (c < 0x20 || c == 0x7F) fprintf(f, "\\u%04x", c);
-            else fputc(c, f);
+            if (c < 0x20 || c == 0x7F)
+                fprintf(f, "\\u%04x", c);
+            else
+                fputc(c, f);
         }
     }
     fputc('"', f);
@@ -151,7 +163,8 @@ void text_progress_update(text_progress *p, int64_t done) {
     p->shown = pct;
     char bar[41];
     int fill = (int)(pct * 40 / 100);
-    for (int i = 0; i < 40; i++) bar[i] = i < fill ? '#' : '.';
+    for (int i = 0; i < 40; i++)
+        bar[i] = i < fill ? '#' : '.';
     bar[40] = 0;
     fprintf(stderr, "\r%s [%s] %3lld%% %lld/%lld", p->label, bar, (long long)pct, (long long)done,
             (long long)p->total);

@@ -10,7 +10,7 @@
 
 /* One line of input. Lines longer than max_bytes are consumed but not kept (too_long). */
 typedef struct text_line {
-    char *buf;      /* NUL-terminated; the line may also hold NUL bytes (has_nul) */
+    char *buf; /* NUL-terminated; the line may also hold NUL bytes (has_nul) */
     size_t len, cap;
     int64_t lineno; /* 1-based number of the line just read */
     bool too_long, has_nul;

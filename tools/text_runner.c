@@ -7,8 +7,8 @@
 
 #include "cli.h"
 
-bool text_runner_open(text_runner *r, const char *cmd, const char *dir, bool with_model, int threads,
-                      int64_t batch) {
+bool text_runner_open(text_runner *r, const char *cmd, const char *dir, bool with_model,
+                      int threads, int64_t batch) {
     memset(r, 0, sizeof *r);
     r->cmd = cmd;
     r->batch = batch > 0 ? batch : 32;
@@ -18,7 +18,8 @@ bool text_runner_open(text_runner *r, const char *cmd, const char *dir, bool wit
     }
     bert8_status st = bert8_tokenizer_load(dir, &r->tok, r->err, sizeof r->err);
     if (st) {
-        cli_error(cmd, "loading the tokenizer of %s: %s (%s)", dir, r->err, bert8_status_string(st));
+        cli_error(cmd, "loading the tokenizer of %s: %s (%s)", dir, r->err,
+                  bert8_status_string(st));
         return false;
     }
     r->max_tokens = bert8_tokenizer_model_max_length(r->tok);
@@ -30,8 +31,9 @@ bool text_runner_open(text_runner *r, const char *cmd, const char *dir, bool wit
     r->info = bert8_model_get_info(r->model);
     int64_t tv = bert8_tokenizer_vocab_size(r->tok);
     if (tv > r->info->vocab_size) {
-        cli_error(cmd, "the tokenizer of %s has %lld tokens but the model's vocabulary has only %lld", dir,
-                  (long long)tv, (long long)r->info->vocab_size);
+        cli_error(cmd,
+                  "the tokenizer of %s has %lld tokens but the model's vocabulary has only %lld",
+                  dir, (long long)tv, (long long)r->info->vocab_size);
         goto fail;
     }
     /* XLM-R positions start after the padding index, so pad_token_id + 1 of them are unusable. */
@@ -60,8 +62,8 @@ void text_runner_close(text_runner *r) {
     r->tok = NULL;
 }
 
-bert8_status text_runner_encode(text_runner *r, int64_t n, const char *const *texts, const char *const *pairs,
-                                const bert8_encode_params *p) {
+bert8_status text_runner_encode(text_runner *r, int64_t n, const char *const *texts,
+                                const char *const *pairs, const bert8_encode_params *p) {
     r->err[0] = 0;
     bert8_status st = bert8_encode(r->tok, n, texts, pairs, p, &r->enc, r->err, sizeof r->err);
     if (st && !r->err[0]) snprintf(r->err, sizeof r->err, "%s", bert8_status_string(st));
@@ -87,9 +89,10 @@ bert8_status text_runner_encode_qa(text_runner *r, int64_t n, const char *const 
     int64_t q = question_tokens(r, questions[0]), room = p->max_length - q - 4;
     if (q < 0) return st;
     if (room < 1) {
-        snprintf(r->err, sizeof r->err,
-                 "the question has %lld tokens and leaves no room for the context in max_length %lld",
-                 (long long)q, (long long)p->max_length);
+        snprintf(
+            r->err, sizeof r->err,
+            "the question has %lld tokens and leaves no room for the context in max_length %lld",
+            (long long)q, (long long)p->max_length);
         return BERT8_ERR_TOO_LARGE;
     }
     if (p->stride < room / 2) return st;
@@ -106,7 +109,8 @@ bert8_status text_runner_forward(text_runner *r, text_chunk_fn fn, void *ctx) {
         bert8_outputs o;
         bert8_status st = bert8_forward(r->sess, &b, &o);
         if (st) {
-            snprintf(r->err, sizeof r->err, "%s (%s)", bert8_session_last_error(r->sess), bert8_status_string(st));
+            snprintf(r->err, sizeof r->err, "%s (%s)", bert8_session_last_error(r->sess),
+                     bert8_status_string(st));
             return st;
         }
         if (fn(ctx, &o, row0, n)) {
@@ -123,8 +127,10 @@ int64_t text_softmax(const float *logits, int64_t n, float *p) {
         if (logits[i] > logits[arg]) arg = i;
     float mx = logits[arg];
     double sum = 0;
-    for (int64_t i = 0; i < n; i++) sum += exp((double)logits[i] - mx);
-    for (int64_t i = 0; i < n; i++) p[i] = (float)(exp((double)logits[i] - mx) / sum);
+    for (int64_t i = 0; i < n; i++)
+        sum += exp((double)logits[i] - mx);
+    for (int64_t i = 0; i < n; i++)
+        p[i] = (float)(exp((double)logits[i] - mx) / sum);
     return arg;
 }
 
@@ -137,19 +143,21 @@ static double log_sum_exp_ctx(const float *x, const int32_t *seq, int64_t T) {
     return mx + log(sum);
 }
 
-void text_qa_scan(const bert8_encoding *enc, int64_t row, const float *sl, const float *el, int64_t max_answer_len,
-                  bool prob, text_qa_span *best) {
+void text_qa_scan(const bert8_encoding *enc, int64_t row, const float *sl, const float *el,
+                  int64_t max_answer_len, bool prob, text_qa_span *best) {
     const int64_t T = enc->seq;
     const int32_t *seq = enc->sequence_ids + row * T;
     const int64_t *off = enc->offsets + 2 * row * T;
     bool any = false;
-    for (int64_t k = 0; k < T && !any; k++) any = seq[k] == 1;
+    for (int64_t k = 0; k < T && !any; k++)
+        any = seq[k] == 1;
     if (!any) return;
     double ls = prob ? log_sum_exp_ctx(sl, seq, T) : 0, le = prob ? log_sum_exp_ctx(el, seq, T) : 0;
     for (int64_t s = 0; s < T; s++) {
         if (seq[s] != 1) continue;
         for (int64_t e = s; e < T && e - s < max_answer_len && seq[e] == 1; e++) {
-            double sc = prob ? exp(((double)sl[s] - ls) + ((double)el[e] - le)) : (double)sl[s] + (double)el[e];
+            double sc = prob ? exp(((double)sl[s] - ls) + ((double)el[e] - le))
+                             : (double)sl[s] + (double)el[e];
             if (best->found && !(sc > best->score)) continue;
             best->found = true;
             best->score = sc;
