@@ -3,14 +3,19 @@
  * layout), int32 or fused fp32/int8 output.
  *
  * Fused form: output scales a_scale * w_scale[n] (per column), then post-ops: binary add of
- * the bias, eltwise GELU (erf or tanh) or ReLU, binary add of the residual, and for int8
- * output a binary multiply by out_mul and a clip to [-127, 127] (oneDNN rounds to nearest
- * even when it converts to s8). oneDNN rounds after the scale and again after the bias where
- * bert8 uses one fused multiply-add, and has its own GELU: results agree within a few ulp,
- * not bit for bit. Dynamic per-row activation scales are not expressible as oneDNN 2.x output
- * scales without an M x N array, so that case runs oneDNN to int32 and bert8's scalar
- * epilogue. Primitives are created on first use per (M, strides, epilogue form) and cached in
- * the weight object under a mutex. */
+ * the bias (oneDNN's own bias would be added before the scales), eltwise GELU (erf or tanh) or
+ * ReLU, binary add of the residual, and for int8 output a binary multiply by out_mul and a
+ * clip to [-127, 127] (oneDNN rounds to nearest even when it converts to s8). oneDNN rounds
+ * after the scale and again after the bias where bert8 uses one fused multiply-add, and has
+ * its own GELU: results agree within a few ulp, not bit for bit. Its int32 output goes
+ * through fp32, so it is exact only while |sum| < 2^24.
+ *
+ * The scales are fixed when a primitive is created (oneDNN 2.6's brgemm matmul rejects
+ * run-time scales and falls back to its reference code), so a_scale is part of the cache key
+ * with M, the strides and the epilogue form; a static-scale layer needs one primitive per M.
+ * Dynamic per-row activation scales would need an M x N scale array in oneDNN 2.x, so that
+ * case runs oneDNN to int32 and then bert8's scalar epilogue. Primitives are cached in the
+ * weight object under a mutex. */
 #include "kernels/qgemm_impl.h"
 
 #include <dnnl.h>
@@ -23,6 +28,7 @@
 typedef struct prim_key {
     int64_t M, lda, ldc, ld_res;
     int out;   /* 0: s32, 1: f32, 2: s8 */
+    float a_scale; /* folded into the output scales at creation */
     int bias, act, residual;
 } prim_key;
 
@@ -142,8 +148,11 @@ static dnnl_status_t create_prim(const dnnl_state *st, const b8_qweight *w, cons
     dnnl_primitive_desc_t pd = NULL;
     dnnl_status_t s = dnnl_primitive_attr_create(&attr);
     if (s == dnnl_success && k->out != 0) {
-        float rt = DNNL_RUNTIME_F32_VAL;
-        s = dnnl_primitive_attr_set_output_scales(attr, 1, 1 << 1, &rt);
+        float *sc = malloc((size_t)w->N * sizeof(float));
+        if (!sc) s = dnnl_out_of_memory;
+        for (int64_t n = 0; sc && n < w->N; n++) sc[n] = k->a_scale * w->w_scale[n];
+        if (sc) s = dnnl_primitive_attr_set_output_scales(attr, w->N, 1 << 1, sc);
+        free(sc);
         if (s == dnnl_success) s = dnnl_post_ops_create(&po);
         dnnl_memory_desc_t row_md, res_md;
         md_2d(&row_md, 1, w->N, w->N, 1, dnnl_f32);
@@ -222,17 +231,8 @@ bert8_status b8_qgemm_dnnl_run(const int8_t *A, int64_t lda, int64_t M, const b8
         k.act = fused->act;
         k.residual = fused->residual != NULL;
         k.ld_res = fused->residual ? fused->ld_res : 0;
+        k.a_scale = fused->a_scale[0];
     }
-    float *scales = NULL;
-    if (fused) {
-        scales = malloc((size_t)N * sizeof(float));
-        if (!scales) {
-            b8_free_aligned(tmp);
-            return b8_fail(e, BERT8_ERR_NOMEM, "out of memory for oneDNN output scales");
-        }
-        for (int64_t n = 0; n < N; n++) scales[n] = fused->a_scale[0] * w->w_scale[n];
-    }
-
     dnnl_primitive_t prim = NULL;
     int owned = 0;
     dnnl_status_t s = get_prim(st, w, &k, &prim, &owned);
@@ -254,7 +254,7 @@ bert8_status b8_qgemm_dnnl_run(const int8_t *A, int64_t lda, int64_t M, const b8
         args[nm] = (dnnl_exec_arg_t){(ARG), mem[nm]};                                          \
         nm++;                                                                                  \
     } while (0)
-    dnnl_memory_desc_t src_md, dst_md, row_md, res_md, sc_md;
+    dnnl_memory_desc_t src_md, dst_md, row_md, res_md;
     md_2d(&src_md, M, w->K, lda, 1, dnnl_s8);
     md_2d(&row_md, 1, N, N, 1, dnnl_f32);
     ADD_ARG(DNNL_ARG_SRC, &src_md, A);
@@ -266,9 +266,6 @@ bert8_status b8_qgemm_dnnl_run(const int8_t *A, int64_t lda, int64_t M, const b8
         md_2d(&dst_md, M, N, fused->ldc, 1, fused->out_f32 ? dnnl_f32 : dnnl_s8);
         if (fused->out_f32) ADD_ARG(DNNL_ARG_DST, &dst_md, fused->out_f32);
         else ADD_ARG(DNNL_ARG_DST, &dst_md, fused->out_s8);
-        dnnl_dims_t sd = {N};
-        dnnl_memory_desc_init_by_tag(&sc_md, 1, sd, dnnl_f32, dnnl_a);
-        ADD_ARG(DNNL_ARG_ATTR_OUTPUT_SCALES, &sc_md, scales);
         int idx = 0;
         if (fused->bias) ADD_ARG(DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx) | DNNL_ARG_SRC_1, &row_md,
                                  fused->bias);
@@ -304,7 +301,6 @@ done:
     if (stream) dnnl_stream_destroy(stream);
     for (int i = 0; i < nm; i++) dnnl_memory_destroy(mem[i]);
     if (owned) dnnl_primitive_destroy(prim);
-    free(scales);
     b8_free_aligned(tmp);
     return ret;
 }
