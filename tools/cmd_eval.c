@@ -258,7 +258,8 @@ static bool load_seq(const eval_opts *o, tsv_table *t, const cJSON *split, seq_s
 
 typedef struct seq_run {
     text_runner *r;
-    float *logits; /* [n][L] */
+    float *logits;        /* [n][L], in data order */
+    const int64_t *order; /* the i-th example run is example order[i] */
     int64_t L, base;
 } seq_run;
 
@@ -266,9 +267,21 @@ static int seq_chunk(void *ctx, const bert8_outputs *out, int64_t row0, int64_t 
     seq_run *s = ctx;
     if (!out->logits.data || out->logits.ndim != 2 || out->logits.shape[1] != s->L) return 1;
     for (int64_t i = 0; i < n; i++)
-        memcpy(s->logits + (s->base + s->r->enc.row_input[row0 + i]) * s->L,
+        memcpy(s->logits + s->order[s->base + s->r->enc.row_input[row0 + i]] * s->L,
                out->logits.data + i * s->L, (size_t)s->L * sizeof(float));
     return 0;
+}
+
+/* Orders examples by text length so a batch pads little (as the trainer's batcher does);
+ * the index breaks ties so the order is deterministic. */
+static const seq_set *g_sort_set; /* qsort has no context argument; set only while sorting */
+static int by_length(const void *x, const void *y) {
+    int64_t i = *(const int64_t *)x, j = *(const int64_t *)y;
+    const seq_set *s = g_sort_set;
+    size_t li = strlen(s->a[i]) + (s->b[i] ? strlen(s->b[i]) : 0);
+    size_t lj = strlen(s->a[j]) + (s->b[j] ? strlen(s->b[j]) : 0);
+    if (li != lj) return li < lj ? -1 : 1;
+    return i < j ? -1 : (i > j);
 }
 
 static int eval_seq(const eval_opts *o, text_runner *r, const cJSON *split) {
@@ -278,6 +291,8 @@ static int eval_seq(const eval_opts *o, text_runner *r, const cJSON *split) {
     float *logits = NULL;
     int *pred = NULL;
     double *score = NULL;
+    int64_t *order = NULL;
+    const char **ta = NULL, **tb = NULL;
     if (!load_seq(o, &t, split, &s)) goto out;
     const int64_t L = r->info->num_labels;
     const char *const *names = o->task == TASK_SST2   ? SST2_LABELS
@@ -293,27 +308,37 @@ static int eval_seq(const eval_opts *o, text_runner *r, const cJSON *split) {
     size_t cnt;
     if (__builtin_mul_overflow((size_t)s.n, (size_t)L * sizeof(float), &cnt) ||
         !(logits = malloc(cnt)) || !(pred = calloc((size_t)s.n, sizeof *pred)) ||
-        !(score = calloc((size_t)s.n, sizeof *score))) {
+        !(score = calloc((size_t)s.n, sizeof *score)) ||
+        !(order = malloc((size_t)s.n * sizeof *order)) ||
+        !(ta = malloc((size_t)o->batch * sizeof *ta)) ||
+        !(tb = malloc((size_t)o->batch * sizeof *tb))) {
         cli_error(CMD, "out of memory");
         goto out;
     }
+    for (int64_t i = 0; i < s.n; i++)
+        order[i] = i;
+    g_sort_set = &s;
+    qsort(order, (size_t)s.n, sizeof *order, by_length);
+    g_sort_set = NULL;
     bert8_encode_params ep = bert8_default_encode_params();
     ep.truncation = BERT8_TRUNCATE_LONGEST_FIRST;
     ep.max_length = o->max_len;
-    seq_run sr = {r, logits, L, 0};
+    seq_run sr = {r, logits, order, L, 0};
     text_progress pg;
     text_progress_start(&pg, o->task_name, s.n, o->progress);
     double t0 = now_s();
     for (int64_t i0 = 0; i0 < s.n; i0 += o->batch) {
         int64_t nb = s.n - i0 < o->batch ? s.n - i0 : o->batch;
         sr.base = i0;
-        bert8_status st =
-            text_runner_encode(r, nb, s.a + i0, o->task == TASK_SST2 ? NULL : s.b + i0, &ep);
+        for (int64_t k = 0; k < nb; k++) {
+            ta[k] = s.a[order[i0 + k]];
+            tb[k] = s.b[order[i0 + k]];
+        }
+        bert8_status st = text_runner_encode(r, nb, ta, o->task == TASK_SST2 ? NULL : tb, &ep);
         if (!st) st = text_runner_forward(r, seq_chunk, &sr);
         if (st) {
             text_progress_end(&pg);
-            cli_error(CMD, "examples %lld..%lld: %s", (long long)i0, (long long)(i0 + nb - 1),
-                      r->err);
+            cli_error(CMD, "a batch holding example %lld: %s", (long long)order[i0], r->err);
             goto out;
         }
         text_progress_update(&pg, i0 + nb);
@@ -374,6 +399,9 @@ out:
     free(logits);
     free(pred);
     free(score);
+    free(order);
+    free(ta);
+    free(tb);
     seq_free(&s);
     tsv_free(&t);
     return rc;
