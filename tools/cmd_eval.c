@@ -272,16 +272,17 @@ static int seq_chunk(void *ctx, const bert8_outputs *out, int64_t row0, int64_t 
     return 0;
 }
 
-/* Orders examples by text length so a batch pads little (as the trainer's batcher does);
- * the index breaks ties so the order is deterministic. */
-static const seq_set *g_sort_set; /* qsort has no context argument; set only while sorting */
+/* Examples run in order of text length so a batch pads little (as the trainer's batcher
+ * does); the index breaks ties so the order is deterministic. */
+typedef struct len_idx {
+    size_t len;
+    int64_t i;
+} len_idx;
+
 static int by_length(const void *x, const void *y) {
-    int64_t i = *(const int64_t *)x, j = *(const int64_t *)y;
-    const seq_set *s = g_sort_set;
-    size_t li = strlen(s->a[i]) + (s->b[i] ? strlen(s->b[i]) : 0);
-    size_t lj = strlen(s->a[j]) + (s->b[j] ? strlen(s->b[j]) : 0);
-    if (li != lj) return li < lj ? -1 : 1;
-    return i < j ? -1 : (i > j);
+    const len_idx *a = x, *b = y;
+    if (a->len != b->len) return a->len < b->len ? -1 : 1;
+    return a->i < b->i ? -1 : (a->i > b->i);
 }
 
 static int eval_seq(const eval_opts *o, text_runner *r, const cJSON *split) {
@@ -315,11 +316,17 @@ static int eval_seq(const eval_opts *o, text_runner *r, const cJSON *split) {
         cli_error(CMD, "out of memory");
         goto out;
     }
+    len_idx *li = malloc((size_t)s.n * sizeof *li);
+    if (!li) {
+        cli_error(CMD, "out of memory");
+        goto out;
+    }
     for (int64_t i = 0; i < s.n; i++)
-        order[i] = i;
-    g_sort_set = &s;
-    qsort(order, (size_t)s.n, sizeof *order, by_length);
-    g_sort_set = NULL;
+        li[i] = (len_idx){strlen(s.a[i]) + (s.b[i] ? strlen(s.b[i]) : 0), i};
+    qsort(li, (size_t)s.n, sizeof *li, by_length);
+    for (int64_t i = 0; i < s.n; i++)
+        order[i] = li[i].i;
+    free(li);
     bert8_encode_params ep = bert8_default_encode_params();
     ep.truncation = BERT8_TRUNCATE_LONGEST_FIRST;
     ep.max_length = o->max_len;
