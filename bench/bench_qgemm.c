@@ -49,9 +49,10 @@ __attribute__((target("avx512f,avx512vnni"), noinline)) static int32_t peak_loop
     return _mm512_reduce_add_epi32(s);
 }
 
-/* GOP/s of `threads` copies of the loop running at once (best of `repeat`). */
+/* GOP/s of `threads` copies of the loop running at once: best of `repeat` runs of ~3 ms each,
+ * short enough that some of them run without being preempted on a shared machine. */
 static double measure_peak(int threads, int repeat) {
-    const long iters = 20000000;
+    const long iters = 1000000;
     double best = 1e30;
     volatile int32_t sink = 0;
     for (int r = 0; r < repeat; r++) {
@@ -160,7 +161,7 @@ int main(int argc, char **argv) {
     double peak[8] = {0};
     if (cpu->avx512vnni && cpu->os_zmm) {
         for (int t = 0; t < ntl; t++) {
-            peak[t] = measure_peak(tl[t], 3);
+            peak[t] = measure_peak(tl[t], 60);
             printf("vpdpbusd peak, %d thread(s): %.1f GOP/s measured (%.1f per core), stated "
                    "%.0f per core\n",
                    tl[t], peak[t], peak[t] / tl[t], STATED_PEAK_PER_CORE);

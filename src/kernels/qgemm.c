@@ -244,6 +244,8 @@ typedef struct run_plan {
     const int8_t *A;
     int64_t lda, M;
     const b8_qepilogue *ep; /* NULL: raw int32 into C */
+    b8_qepilogue_fn epilogue;
+    b8_qfused_fn fused;     /* full-height single-pass tiles, or NULL */
     int32_t *C;
     int64_t ldc;
     uint8_t *apack;      /* ceil(M/mr) micro-panels of mr x Kp */
@@ -270,6 +272,12 @@ static void run_unit(const run_plan *p, int64_t mi, int64_t ni, int32_t *scratch
                                (size_t)(k0 / kq) * (size_t)(mr * kq * b->a_bytes);
             for (int64_t jr = n0; jr < n1; jr += nr) {
                 const int8_t *wp = w->packed + (jr / nr) * w->Kp * nr + k0 * nr;
+                int cols = (int)(w->N - jr < nr ? w->N - jr : nr);
+                if (p->fused && p->npc == 1 && rows == mr) {
+                    b8_qtile t = {ir, jr, cols, w->comp, w->w_scale, p->ep};
+                    p->fused((size_t)(kcur / kq), a, wp, &t);
+                    continue;
+                }
                 int32_t *c = tile;
                 size_t ldt = (size_t)nr;
                 if (p->npc > 1) {
@@ -278,8 +286,7 @@ static void run_unit(const run_plan *p, int64_t mi, int64_t ni, int32_t *scratch
                 }
                 b->ukr[rows]((size_t)(kcur / kq), a, wp, c, ldt, pc > 0);
                 if (!last) continue;
-                int cols = (int)(w->N - jr < nr ? w->N - jr : nr);
-                if (p->ep) b->epilogue(c, ldt, rows, cols, ir, jr, w->comp, w->w_scale, p->ep);
+                if (p->ep) p->epilogue(c, ldt, rows, cols, ir, jr, w->comp, w->w_scale, p->ep);
                 else
                     b->store_s32(c, ldt, rows, cols, w->comp ? w->comp + jr : NULL,
                                  p->C + ir * p->ldc + jr, p->ldc);
@@ -297,6 +304,10 @@ static bert8_status run_blis(const int8_t *A, int64_t lda, int64_t M, const b8_q
     const b8_qblocking *bl = blocking_for(b);
     if (!bl) return b8_fail(e, BERT8_ERR_INTERNAL, "no blocking for kernel %s", w->kernel->name);
     run_plan p = {.b = b, .w = w, .A = A, .lda = lda, .M = M, .ep = ep, .C = C, .ldc = ldc};
+    if (ep) {
+        p.epilogue = b->pick_epilogue(ep);
+        if (b->pick_fused) p.fused = b->pick_fused(ep);
+    }
     int mr = b->mr, nr = b->nr, kq = b->kq;
 
     p.npc = (w->Kp + bl->kc_max - 1) / bl->kc_max;
@@ -346,13 +357,15 @@ static bert8_status run_blis(const int8_t *A, int64_t lda, int64_t M, const b8_q
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         int32_t *scratch = (int32_t *)(mem + p.scratch_bytes * (size_t)omp_get_thread_num());
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 4)
         for (int64_t i = 0; i < panels_m; i++) {
             int rows = (int)(M - i * mr < mr ? M - i * mr : mr);
             b->pack_a(A + i * mr * lda, lda, rows, 0, w->K, p.apack + (size_t)i * p.panel_bytes);
         }
-        /* N-major order: a thread's consecutive units share one W block in its L2. */
-#pragma omp for schedule(static)
+        /* N-major order: threads move through the W blocks together, each keeping the current
+         * block in its own L2. Dynamic, so a thread that loses its core to another process
+         * does not hold up the call. */
+#pragma omp for schedule(dynamic, 1)
         for (int64_t u = 0; u < units; u++) run_unit(&p, u % p.mb, u / p.mb, scratch);
     }
     b8_free_aligned(mem);

@@ -143,6 +143,11 @@ static B8_T256 void epilogue(const int32_t *acc, size_t ld_acc, int rows, int co
     }
 }
 
+static b8_qepilogue_fn pick_epilogue(const b8_qepilogue *ep) {
+    (void)ep;
+    return epilogue;
+}
+
 static B8_T256 void store_s32(const int32_t *acc, size_t ld_acc, int rows, int cols,
                               const int32_t *comp, int32_t *C, int64_t ldc) {
     for (int j = 0; j < NV; j++) {
@@ -167,6 +172,6 @@ const b8_qblis b8_qblis_6x16c2__avx2 = {
     .pack_a = pack_a,
     .ukr = {NULL, qs8_gemm_1x16c2__avx2, qs8_gemm_2x16c2__avx2, qs8_gemm_3x16c2__avx2,
             qs8_gemm_4x16c2__avx2, qs8_gemm_5x16c2__avx2, qs8_gemm_6x16c2__avx2},
-    .epilogue = epilogue,
+    .pick_epilogue = pick_epilogue,
     .store_s32 = store_s32,
 };

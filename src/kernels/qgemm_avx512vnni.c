@@ -104,52 +104,154 @@ static inline B8_T512 __mmask16 cols_mask(int cols, int j) {
     return (__mmask16)((1u << left) - 1);
 }
 
-/* Same operation order as b8_qepilogue__scalar. */
-static B8_T512 void epilogue(const int32_t *acc, size_t ld_acc, int rows, int cols, int64_t m0,
-                             int64_t n0, const int32_t *comp, const float *w_scale,
-                             const b8_qepilogue *ep) {
+/* ---- the fused epilogue (same operation order as b8_qepilogue__scalar) ---- */
+
+/* Per-tile constants: column masks, compensation, s = a_scale * w_scale (per tensor: once per
+ * tile; per row: recomputed in epi_row, the same product), bias, requantization multipliers. */
+typedef struct epi_ctx {
     __mmask16 mk[NV];
     __m512i cv[NV];
-    __m512 ws[NV], bias[NV], omul[NV];
+    __m512 ws[NV], s[NV], bias[NV], omul[NV];
+} epi_ctx;
+
+static inline __attribute__((always_inline)) B8_T512 void
+epi_setup(epi_ctx *x, int cols, int64_t n0, const int32_t *comp, const float *w_scale,
+          const b8_qepilogue *ep, const int to_s8) {
+    __m512 as = _mm512_set1_ps(ep->a_scale[0]);
+#pragma GCC unroll 4
     for (int j = 0; j < NV; j++) {
-        mk[j] = cols_mask(cols, j);
+        x->mk[j] = cols_mask(cols, j);
         /* comp and w_scale are padded to the panel width; bias and out_mul are not. */
-        cv[j] = comp ? _mm512_loadu_si512(comp + n0 + 16 * j) : _mm512_setzero_si512();
-        ws[j] = _mm512_loadu_ps(w_scale + n0 + 16 * j);
-        bias[j] = ep->bias ? _mm512_maskz_loadu_ps(mk[j], ep->bias + n0 + 16 * j)
+        x->cv[j] = comp ? _mm512_loadu_si512(comp + n0 + 16 * j) : _mm512_setzero_si512();
+        x->ws[j] = _mm512_loadu_ps(w_scale + n0 + 16 * j);
+        x->s[j] = _mm512_mul_ps(as, x->ws[j]);
+        x->bias[j] = ep->bias ? _mm512_maskz_loadu_ps(x->mk[j], ep->bias + n0 + 16 * j)
+                              : _mm512_setzero_ps();
+        x->omul[j] = to_s8 ? _mm512_maskz_loadu_ps(x->mk[j], ep->out_mul + n0 + 16 * j)
                            : _mm512_setzero_ps();
-        omul[j] = ep->out_s8 ? _mm512_maskz_loadu_ps(mk[j], ep->out_mul + n0 + 16 * j)
-                             : _mm512_setzero_ps();
     }
-    for (int i = 0; i < rows; i++) {
-        int64_t m = m0 + i;
-        __m512 as = _mm512_set1_ps(ep->a_scale[ep->a_scale_per_row ? m : 0]);
-        for (int j = 0; j < NV; j++) {
-            if (!mk[j]) continue;
-            int64_t n = n0 + 16 * j;
-            __m512i v = _mm512_sub_epi32(_mm512_loadu_si512(acc + i * ld_acc + 16 * j), cv[j]);
-            __m512 s = _mm512_mul_ps(as, ws[j]);
-            __m512 y = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(v), bias[j]);
-            switch (ep->act) {
-            case B8_ACT_GELU: y = b8_v16_gelu(y); break;
-            case B8_ACT_GELU_TANH: y = b8_v16_gelu_tanh(y); break;
-            case B8_ACT_RELU: y = b8_v16_relu(y); break;
-            case B8_ACT_NONE: break;
-            }
-            if (ep->residual)
-                y = _mm512_add_ps(
-                    y, _mm512_maskz_loadu_ps(mk[j], ep->residual + m * ep->ld_res + n));
-            if (ep->out_f32) {
-                _mm512_mask_storeu_ps(ep->out_f32 + m * ep->ldc + n, mk[j], y);
-            } else {
-                __m512 q = _mm512_mul_ps(y, omul[j]);
-                q = _mm512_min_ps(_mm512_max_ps(q, _mm512_set1_ps(-B8_Q_MAX)),
-                                  _mm512_set1_ps(B8_Q_MAX));
-                __m128i q8 = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(q));
-                _mm_mask_storeu_epi8(ep->out_s8 + m * ep->ldc + n, mk[j], q8);
-            }
+}
+
+/* One output row m from its NV accumulator vectors. */
+static inline __attribute__((always_inline)) B8_T512 void
+epi_row(const epi_ctx *x, const __m512i *acc, int64_t m, int64_t n0, const b8_qepilogue *ep,
+        const b8_act act, const int to_s8, const int add_res) {
+    __m512 s[NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; j++) s[j] = x->s[j];
+    if (ep->a_scale_per_row) {
+        __m512 as = _mm512_set1_ps(ep->a_scale[m]);
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) s[j] = _mm512_mul_ps(as, x->ws[j]);
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; j++) {
+        int64_t n = n0 + 16 * j;
+        __m512i v = _mm512_sub_epi32(acc[j], x->cv[j]);
+        __m512 y = _mm512_fmadd_ps(s[j], _mm512_cvtepi32_ps(v), x->bias[j]);
+        if (act == B8_ACT_GELU) y = b8_v16_gelu(y);
+        else if (act == B8_ACT_GELU_TANH) y = b8_v16_gelu_tanh(y);
+        else if (act == B8_ACT_RELU) y = b8_v16_relu(y);
+        if (add_res)
+            y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(x->mk[j], ep->residual + m * ep->ld_res + n));
+        if (!to_s8) {
+            _mm512_mask_storeu_ps(ep->out_f32 + m * ep->ldc + n, x->mk[j], y);
+        } else {
+            __m512 q = _mm512_mul_ps(y, x->omul[j]);
+            q = _mm512_min_ps(_mm512_max_ps(q, _mm512_set1_ps(-B8_Q_MAX)),
+                              _mm512_set1_ps(B8_Q_MAX));
+            _mm_mask_storeu_epi8(ep->out_s8 + m * ep->ldc + n, x->mk[j],
+                                 _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(q)));
         }
     }
+}
+
+/* Epilogue on a stored tile (edge rows, or K split in passes). */
+static inline __attribute__((always_inline)) B8_T512 void
+epilogue_t(const int32_t *acc, size_t ld_acc, int rows, int cols, int64_t m0, int64_t n0,
+           const int32_t *comp, const float *w_scale, const b8_qepilogue *ep, const b8_act act,
+           const int to_s8, const int add_res) {
+    epi_ctx x;
+    epi_setup(&x, cols, n0, comp, w_scale, ep, to_s8);
+    for (int i = 0; i < rows; i++) {
+        __m512i v[NV];
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) v[j] = _mm512_loadu_si512(acc + i * ld_acc + 16 * j);
+        epi_row(&x, v, m0 + i, n0, ep, act, to_s8, add_res);
+    }
+}
+
+/* Full-height tile in one pass: the micro-kernel loop, then the epilogue straight from the
+ * accumulator registers (no tile store and reload). */
+static inline __attribute__((always_inline)) B8_T512 void
+fused_t(size_t kg, const uint8_t *a, const int8_t *w, const b8_qtile *t, const b8_act act,
+        const int to_s8, const int add_res) {
+    __m512i acc[MR][NV];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++)
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) acc[i][j] = _mm512_setzero_si512();
+    for (size_t g = 0; g < kg; g++) {
+        __m512i b[NV];
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) b[j] = _mm512_loadu_si512(w + 64 * j);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++) {
+            int32_t a4;
+            memcpy(&a4, a + 4 * i, 4);
+            __m512i av = _mm512_set1_epi32(a4);
+#pragma GCC unroll 4
+            for (int j = 0; j < NV; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], av, b[j]);
+        }
+        a += 4 * MR;
+        w += 4 * NR;
+    }
+    epi_ctx x;
+    epi_setup(&x, t->cols, t->n0, t->comp, t->w_scale, t->ep, to_s8);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) epi_row(&x, acc[i], t->m0 + i, t->n0, t->ep, act, to_s8, add_res);
+}
+
+#define EPI_VARIANT(NAME, ACT, S8, RES)                                                        \
+    static B8_T512 void NAME(const int32_t *acc, size_t ld_acc, int rows, int cols, int64_t m0, \
+                             int64_t n0, const int32_t *comp, const float *w_scale,           \
+                             const b8_qepilogue *ep) {                                        \
+        epilogue_t(acc, ld_acc, rows, cols, m0, n0, comp, w_scale, ep, ACT, S8, RES);          \
+    }                                                                                          \
+    static B8_T512 void NAME##_fused(size_t kg, const void *a, const int8_t *w,               \
+                                     const b8_qtile *t) {                                     \
+        fused_t(kg, a, w, t, ACT, S8, RES);                                                    \
+    }
+#define EPI_ACT(A, ACT)                                                                        \
+    EPI_VARIANT(qs8_gemm_8x32c4__avx512vnni_##A##_f32, ACT, 0, 0)                              \
+    EPI_VARIANT(qs8_gemm_8x32c4__avx512vnni_##A##_f32_res, ACT, 0, 1)                          \
+    EPI_VARIANT(qs8_gemm_8x32c4__avx512vnni_##A##_s8, ACT, 1, 0)                               \
+    EPI_VARIANT(qs8_gemm_8x32c4__avx512vnni_##A##_s8_res, ACT, 1, 1)
+EPI_ACT(none, B8_ACT_NONE)
+EPI_ACT(gelu, B8_ACT_GELU)
+EPI_ACT(gelu_tanh, B8_ACT_GELU_TANH)
+EPI_ACT(relu, B8_ACT_RELU)
+
+#define EPI_ROW(A)                                                                             \
+    {{qs8_gemm_8x32c4__avx512vnni_##A##_f32, qs8_gemm_8x32c4__avx512vnni_##A##_f32_res},       \
+     {qs8_gemm_8x32c4__avx512vnni_##A##_s8, qs8_gemm_8x32c4__avx512vnni_##A##_s8_res}}
+#define FUSED_ROW(A)                                                                           \
+    {{qs8_gemm_8x32c4__avx512vnni_##A##_f32_fused,                                             \
+      qs8_gemm_8x32c4__avx512vnni_##A##_f32_res_fused},                                        \
+     {qs8_gemm_8x32c4__avx512vnni_##A##_s8_fused,                                              \
+      qs8_gemm_8x32c4__avx512vnni_##A##_s8_res_fused}}
+/* [act][s8][residual] */
+static const b8_qepilogue_fn epilogues[4][2][2] = {EPI_ROW(none), EPI_ROW(gelu),
+                                                   EPI_ROW(gelu_tanh), EPI_ROW(relu)};
+static const b8_qfused_fn fused[4][2][2] = {FUSED_ROW(none), FUSED_ROW(gelu),
+                                            FUSED_ROW(gelu_tanh), FUSED_ROW(relu)};
+
+static b8_qepilogue_fn pick_epilogue(const b8_qepilogue *ep) {
+    return epilogues[ep->act][ep->out_s8 != NULL][ep->residual != NULL];
+}
+
+static b8_qfused_fn pick_fused(const b8_qepilogue *ep) {
+    return fused[ep->act][ep->out_s8 != NULL][ep->residual != NULL];
 }
 
 static B8_T512 void store_s32(const int32_t *acc, size_t ld_acc, int rows, int cols,
@@ -176,6 +278,7 @@ const b8_qblis b8_qblis_8x32c4__avx512vnni = {
             qs8_gemm_3x32c4__avx512vnni, qs8_gemm_4x32c4__avx512vnni,
             qs8_gemm_5x32c4__avx512vnni, qs8_gemm_6x32c4__avx512vnni,
             qs8_gemm_7x32c4__avx512vnni, qs8_gemm_8x32c4__avx512vnni},
-    .epilogue = epilogue,
+    .pick_epilogue = pick_epilogue,
+    .pick_fused = pick_fused,
     .store_s32 = store_s32,
 };

@@ -37,13 +37,25 @@ typedef void (*b8_qepilogue_fn)(const int32_t *acc, size_t ld_acc, int rows, int
 typedef void (*b8_qstore_fn)(const int32_t *acc, size_t ld_acc, int rows, int cols,
                              const int32_t *comp, int32_t *C, int64_t ldc);
 
+/* A full-height (MR rows) tile computed in one K pass with the epilogue applied straight from
+ * the accumulator registers: output rows m0.., columns n0.. (cols of them). */
+typedef struct b8_qtile {
+    int64_t m0, n0;
+    int cols;
+    const int32_t *comp;
+    const float *w_scale;
+    const b8_qepilogue *ep;
+} b8_qtile;
+typedef void (*b8_qfused_fn)(size_t kgroups, const void *a, const int8_t *w, const b8_qtile *t);
+
 typedef struct b8_qblis {
     int mr, nr, kq;     /* tile rows, tile columns, k values per group */
     int a_bytes;        /* bytes per packed A element (1: u8, 2: int16) */
     int shift128;       /* A fed as A + 128 (u8); comp[n] = 128 * sum_k W[n][k] subtracted */
     b8_qpack_a pack_a;
     b8_qukernel ukr[B8_MAX_MR + 1]; /* ukr[r]: r rows, 1 <= r <= mr */
-    b8_qepilogue_fn epilogue;
+    b8_qepilogue_fn (*pick_epilogue)(const b8_qepilogue *ep); /* chosen once per call */
+    b8_qfused_fn (*pick_fused)(const b8_qepilogue *ep);       /* NULL: no fused variant */
     b8_qstore_fn store_s32;
 } b8_qblis;
 
@@ -81,6 +93,7 @@ extern const b8_qblis b8_qblis_6x16c2__scalar;
 void b8_qepilogue__scalar(const int32_t *acc, size_t ld_acc, int rows, int cols, int64_t m0,
                           int64_t n0, const int32_t *comp, const float *w_scale,
                           const b8_qepilogue *ep);
+b8_qepilogue_fn b8_qpick_epilogue__scalar(const b8_qepilogue *ep);
 void b8_qstore_s32__scalar(const int32_t *acc, size_t ld_acc, int rows, int cols,
                            const int32_t *comp, int32_t *C, int64_t ldc);
 

@@ -40,6 +40,11 @@ void b8_qepilogue__scalar(const int32_t *acc, size_t ld_acc, int rows, int cols,
     }
 }
 
+b8_qepilogue_fn b8_qpick_epilogue__scalar(const b8_qepilogue *ep) {
+    (void)ep;
+    return b8_qepilogue__scalar;
+}
+
 void b8_qstore_s32__scalar(const int32_t *acc, size_t ld_acc, int rows, int cols,
                            const int32_t *comp, int32_t *C, int64_t ldc) {
     for (int i = 0; i < rows; i++)
@@ -98,7 +103,7 @@ const b8_qblis b8_qblis_8x32c4__scalar = {
     .ukr = {NULL, qs8_gemm_1x32c4__scalar, qs8_gemm_2x32c4__scalar, qs8_gemm_3x32c4__scalar,
             qs8_gemm_4x32c4__scalar, qs8_gemm_5x32c4__scalar, qs8_gemm_6x32c4__scalar,
             qs8_gemm_7x32c4__scalar, qs8_gemm_8x32c4__scalar},
-    .epilogue = b8_qepilogue__scalar,
+    .pick_epilogue = b8_qpick_epilogue__scalar,
     .store_s32 = b8_qstore_s32__scalar,
 };
 
@@ -151,7 +156,7 @@ const b8_qblis b8_qblis_6x16c2__scalar = {
     .pack_a = pack_a_c2,
     .ukr = {NULL, qs8_gemm_1x16c2__scalar, qs8_gemm_2x16c2__scalar, qs8_gemm_3x16c2__scalar,
             qs8_gemm_4x16c2__scalar, qs8_gemm_5x16c2__scalar, qs8_gemm_6x16c2__scalar},
-    .epilogue = b8_qepilogue__scalar,
+    .pick_epilogue = b8_qpick_epilogue__scalar,
     .store_s32 = b8_qstore_s32__scalar,
 };
 
