@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define SAMPLE_ROWS 256   /* activation rows kept per site for the alpha search */
 #define SMOOTH_MIN 1e-5f
@@ -297,7 +298,12 @@ static bool keep_fp32(const char *patterns, const char *name) {
     return false;
 }
 
+/* A bar redrawn in place on a terminal; elsewhere (logs, CI) only the final line. */
 static void progress(const char *what, int64_t done, int64_t total) {
+    if (!isatty(2)) {
+        if (done == total) fprintf(stderr, "%s: %lld/%lld done\n", what, (long long)done, (long long)total);
+        return;
+    }
     int width = 30, fill = total ? (int)(width * done / total) : width;
     fprintf(stderr, "\r%s [", what);
     for (int i = 0; i < width; i++) fputc(i < fill ? '#' : '.', stderr);
@@ -443,7 +449,7 @@ bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, s
             if (st) goto done;
             (void)I;
         }
-        if (p.progress) progress("quantizing ", l + 1, L);
+        if (p.progress) progress("quantizing", l + 1, L);
     }
     if ((st = b8_quant_finalize(m, &e))) goto done;
     /* the FP32 packed copies of quantized Linears are no longer needed */
