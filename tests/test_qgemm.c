@@ -380,7 +380,7 @@ TEST(epilogue_math_accuracy_against_libm) {
 /* ---- threads, selection, errors ---- */
 
 TEST(results_do_not_depend_on_thread_count) {
-    const int64_t M = 100, N = 130, K = 257;
+    const int64_t M = 300, N = 130, K = 257; /* above the serial threshold */
     int8_t *A = malloc(M * K), *W = malloc(N * K);
     float *ws = malloc(N * 4), as = 0.01f, *o1 = malloc(M * N * 4), *o2 = malloc(M * N * 4);
     fill_s8(A, M * K);

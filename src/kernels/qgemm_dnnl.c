@@ -19,6 +19,7 @@
 #include "kernels/qgemm_impl.h"
 
 #include <dnnl.h>
+#include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 
 typedef struct prim_key {
     int64_t M, lda, ldc, ld_res;
+    int nthr;  /* oneDNN fixes its thread count when a primitive is created */
     int out;   /* 0: s32, 1: f32, 2: s8 */
     float a_scale; /* folded into the output scales at creation */
     int bias, act, residual;
@@ -224,7 +226,8 @@ bert8_status b8_qgemm_dnnl_run(const int8_t *A, int64_t lda, int64_t M, const b8
         ldc = N;
         fused = NULL;
     }
-    prim_key k = {.M = M, .lda = lda, .ldc = fused ? fused->ldc : ldc};
+    prim_key k = {.M = M, .lda = lda, .ldc = fused ? fused->ldc : ldc,
+                  .nthr = omp_get_max_threads()};
     if (fused) {
         k.out = fused->out_f32 ? 1 : 2;
         k.bias = fused->bias != NULL;
