@@ -2,6 +2,7 @@
  * the same maths as transformers v4.31. */
 #include "session.h"
 #include "kernels/rowops.h"
+#include "kernels/attention.h"
 
 #include <math.h>
 #include <omp.h>
@@ -11,8 +12,6 @@
 
 /* Largest request one call accepts: keeps every buffer size far from overflow. */
 #define B8_MAX_TOKENS ((int64_t)1 << 22)
-/* Attention scores are computed for this many floats of batch rows at a time. */
-#define B8_SCORE_CHUNK ((int64_t)1 << 24)
 
 bert8_status b8_buf_reserve(b8_buf *buf, size_t count, size_t size, b8_err *e) {
     size_t bytes;
@@ -186,7 +185,7 @@ static bert8_status attention(bert8_session *s, const bert8_batch *bt, const b8_
     const bert8_model *m = s->model;
     const b8_config *c = &m->cfg;
     const int64_t H = c->hidden_size, A = c->num_heads, d = H / A, B = bt->batch, T = bt->seq;
-    float *x = s->x.p, *qkv = s->qkv.p, *scores = s->scores.p, *ctx = s->ctx.p;
+    float *x = s->x.p, *qkv = s->qkv.p, *ctx = s->ctx.p;
     b8_err *e = &s->err;
     bert8_status st;
     double t = prof_start(s);
@@ -205,24 +204,19 @@ static bert8_status attention(bert8_session *s, const bert8_batch *bt, const b8_
     prof_mark(s, BERT8_OP_QKV, &t);
     const float alpha = 1.0f / sqrtf((float)d);
     const b8_mask_mode mode = c->arch == BERT8_ARCH_DISTILBERT ? B8_MASK_REPLACE_MIN : B8_MASK_ADD_MIN;
-    b8_softmax_fn softmax = b8_softmax_rows_best();
-    int64_t per_b = A * T * T, chunk = B8_SCORE_CHUNK / per_b;
-    if (chunk < 1) chunk = 1;
-    for (int64_t b0 = 0; b0 < B; b0 += chunk) {
-        int64_t nb = B - b0 < chunk ? B - b0 : chunk;
-        const float *base = qkv + b0 * T * 3 * H;
-        b8_view4 q = {base, T * 3 * H, d, 3 * H, 1};
-        b8_view4 kt = {base + H, T * 3 * H, d, 1, 3 * H};
-        if ((st = b8_bmm(nb, A, T, T, d, alpha, q, kt, scores, per_b, T * T, T, e))) return st;
-        const int32_t *mask = bt->attention_mask;
-#pragma omp parallel for schedule(static) if (nb * A * T * T >= B8_PAR_MIN)
-        for (int64_t r = 0; r < nb * A; r++) {
-            int64_t b = b0 + r / A;
-            softmax(scores + r * T * T, T, T, mask ? mask + b * T : NULL, mode);
-        }
-        b8_view4 p = {scores, per_b, T * T, T, 1};
-        b8_view4 v = {base + 2 * H, T * 3 * H, d, 3 * H, 1};
-        if ((st = b8_bmm(nb, A, T, d, T, 1.0f, p, v, ctx + b0 * T * H, T * H, d, H, e))) return st;
+    /* one fused pass per (sequence, head); each thread has its own scratch */
+    b8_attention_fn att = b8_attention_head_best();
+    const size_t per = b8_attention_scratch_floats(T, d);
+    const int nt = omp_get_max_threads();
+    if ((st = b8_buf_reserve(&s->scores, (size_t)nt, per * sizeof(float), e))) return st;
+    const int32_t *mask = bt->attention_mask;
+#pragma omp parallel for schedule(static) if (B * A * T * T * d >= B8_PAR_MIN)
+    for (int64_t r = 0; r < B * A; r++) {
+        const int64_t b = r / A, h = r % A;
+        const float *base = qkv + b * T * 3 * H + h * d;
+        float *scratch = (float *)s->scores.p + (size_t)omp_get_thread_num() * per;
+        att(base, base + H, base + 2 * H, 3 * H, T, d, alpha, mask ? mask + b * T : NULL, mode,
+            ctx + b * T * H + h * d, H, scratch);
     }
     prof_mark(s, BERT8_OP_ATTENTION, &t);
     if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_ATTN_OUT, ctx, B * T, H, bt->attention_mask);
@@ -371,16 +365,12 @@ bert8_status bert8_forward(bert8_session *s, const bert8_batch *bt, bert8_output
     const b8_config *c = &m->cfg;
     bert8_status st;
     if ((st = check_batch(m, bt, e))) return st;
-    const int64_t H = c->hidden_size, I = c->intermediate_size, A = c->num_heads;
+    const int64_t H = c->hidden_size, I = c->intermediate_size;
     const int64_t B = bt->batch, T = bt->seq, M = B * T;
-    int64_t chunk = B8_SCORE_CHUNK / (A * T * T);
-    if (chunk < 1) chunk = 1;
-    if (chunk > B) chunk = B;
     if ((st = b8_buf_reserve(&s->x, (size_t)(M * H), sizeof(float), e)) ||
         (st = b8_buf_reserve(&s->qkv, (size_t)(M * 3 * H), sizeof(float), e)) ||
         (st = b8_buf_reserve(&s->ctx, (size_t)(M * H), sizeof(float), e)) ||
-        (st = b8_buf_reserve(&s->ffn, (size_t)M, (size_t)I * sizeof(float), e)) ||
-        (st = b8_buf_reserve(&s->scores, (size_t)(chunk * A * T), (size_t)T * sizeof(float), e)))
+        (st = b8_buf_reserve(&s->ffn, (size_t)M, (size_t)I * sizeof(float), e)))
         return st;
     if (m->quantized &&
         ((st = b8_buf_reserve(&s->xq, (size_t)M, (size_t)H, e)) ||

@@ -23,8 +23,6 @@ static dnnl_engine_t engine(void) {
     return g_engine_status == dnnl_success ? g_engine : NULL;
 }
 
-void b8_sgemm_shutdown(void) {}
-
 #define PRIM_CACHE 8
 
 typedef struct prim_entry {
@@ -249,51 +247,5 @@ bert8_status b8_sgemm(const b8_sgemm_w *wc, const float *a, int64_t lda, int64_t
     if (mw) dnnl_memory_destroy(mw);
     if (mb) dnnl_memory_destroy(mb);
     if (mc) dnnl_memory_destroy(mc);
-    return st;
-}
-
-bert8_status b8_bmm(int64_t nb, int64_t nh, int64_t m, int64_t n, int64_t k, float alpha,
-                    b8_view4 a, b8_view4 b, float *c, int64_t csb, int64_t csh, int64_t csr,
-                    b8_err *e) {
-    dnnl_engine_t eng = engine();
-    if (!eng) return b8_fail(e, BERT8_ERR_INTERNAL, "oneDNN CPU engine could not be created");
-    dnnl_memory_desc_t amd, bmd, cmd;
-    dnnl_dims_t ad = {nb, nh, m, k}, as = {a.sb, a.sh, a.sr, a.sc};
-    dnnl_dims_t bdm = {nb, nh, k, n}, bs = {b.sb, b.sh, b.sr, b.sc};
-    dnnl_dims_t cd = {nb, nh, m, n}, cs = {csb, csh, csr, 1};
-    dnnl_memory_desc_init_by_strides(&amd, 4, ad, dnnl_f32, as);
-    dnnl_memory_desc_init_by_strides(&bmd, 4, bdm, dnnl_f32, bs);
-    dnnl_memory_desc_init_by_strides(&cmd, 4, cd, dnnl_f32, cs);
-    dnnl_matmul_desc_t desc;
-    dnnl_primitive_attr_t attr = NULL;
-    dnnl_primitive_desc_t pd = NULL;
-    dnnl_primitive_t prim = NULL;
-    dnnl_memory_t ma = NULL, mb = NULL, mc = NULL;
-    dnnl_stream_t stream = NULL;
-    bert8_status st = BERT8_OK;
-    dnnl_status_t s;
-    if ((s = dnnl_matmul_desc_init(&desc, &amd, &bmd, NULL, &cmd)) != dnnl_success ||
-        (s = dnnl_primitive_attr_create(&attr)) != dnnl_success ||
-        (alpha != 1.0f && (s = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha)) != dnnl_success) ||
-        (s = dnnl_primitive_desc_create(&pd, &desc, attr, eng, NULL)) != dnnl_success ||
-        (s = dnnl_primitive_create(&prim, pd)) != dnnl_success ||
-        (s = dnnl_memory_create(&ma, &amd, eng, (void *)a.data)) != dnnl_success ||
-        (s = dnnl_memory_create(&mb, &bmd, eng, (void *)b.data)) != dnnl_success ||
-        (s = dnnl_memory_create(&mc, &cmd, eng, c)) != dnnl_success ||
-        (s = dnnl_stream_create(&stream, eng, dnnl_stream_default_flags)) != dnnl_success) {
-        st = dnnl_fail(e, s, "batched matmul setup");
-    } else {
-        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
-        if ((s = dnnl_primitive_execute(prim, stream, 3, args)) != dnnl_success ||
-            (s = dnnl_stream_wait(stream)) != dnnl_success)
-            st = dnnl_fail(e, s, "batched matmul");
-    }
-    if (stream) dnnl_stream_destroy(stream);
-    if (ma) dnnl_memory_destroy(ma);
-    if (mb) dnnl_memory_destroy(mb);
-    if (mc) dnnl_memory_destroy(mc);
-    if (prim) dnnl_primitive_destroy(prim);
-    if (pd) dnnl_primitive_desc_destroy(pd);
-    if (attr) dnnl_primitive_attr_destroy(attr);
     return st;
 }

@@ -27,18 +27,4 @@ int64_t b8_sgemm_w_k(const b8_sgemm_w *w);
 bert8_status b8_sgemm(const b8_sgemm_w *w, const float *a, int64_t lda, int64_t m, float *c,
                       int64_t ldc, b8_post post, bool accumulate, b8_err *e);
 
-/* Batched strided product over a [B][H] grid of matrices, for attention:
- * C[b][h] = alpha * A[b][h] (M x K) * B[b][h] (K x N). Each operand is addressed by element
- * strides {b, h, row, col}; any layout (e.g. K^T as a view of the packed QKV buffer). */
-typedef struct b8_view4 {
-    const float *data;
-    int64_t sb, sh, sr, sc;
-} b8_view4;
-bert8_status b8_bmm(int64_t nb, int64_t nh, int64_t m, int64_t n, int64_t k, float alpha,
-                    b8_view4 a, b8_view4 b, float *c, int64_t csb, int64_t csh, int64_t csr,
-                    b8_err *e);
-
-/* Frees the process-wide primitive cache (for leak checkers; optional). */
-void b8_sgemm_shutdown(void);
-
 #endif
