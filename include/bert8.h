@@ -5,9 +5,11 @@
  * its own last-error message; use one session per thread at a time. All compute runs on
  * the process-wide OpenMP pool (bert8_set_threads()).
  *
- * Errors: every call that can fail returns a bert8_status; the message naming what went
- * wrong is read with bert8_model_last_error()/bert8_session_last_error() or, for
- * bert8_model_load() which has no handle yet, with the err buffer it takes.
+ * Errors: every call that can fail returns a bert8_status (bert8_status_string() names it).
+ * The message saying what went wrong is the session's last error for calls on a session
+ * (bert8_session_last_error()); calls that make or write a model or tokenizer, which have no
+ * handle of their own to keep it in, write it into the err buffer they take. The library never
+ * prints (except with BERT8_VERBOSE=1 or an explicit progress flag), exits or aborts.
  */
 #ifndef BERT8_H
 #define BERT8_H
