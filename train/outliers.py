@@ -7,6 +7,7 @@ Run (from the repository root):
   /usr/bin/python3 train/outliers.py models/sst2-bert-mini models/sst2-bert-mini-outlier
 Options: --data FILE (TSV with a header, relative to ../shared/data or a path) --column NAME[,NAME2]
          --rows N (first N data rows) --json (one JSON object instead of the table)
+         --keep-going (a folder that cannot be measured is reported, the others still are)
 """
 import argparse
 import json
@@ -137,12 +138,20 @@ def main():
     ap.add_argument("--column", default="sentence")
     ap.add_argument("--rows", type=int, default=256)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--keep-going", action="store_true", help="report a folder that fails and go on")
     args = ap.parse_args()
     torch.set_num_threads(1)
     texts = read_texts(args.data, args.column, args.rows)
     result = {"data": args.data, "column": args.column, "rows": len(texts), "models": {}}
     for folder in args.models:
-        result["models"][os.path.basename(os.path.normpath(folder))] = summarize(measure(folder, texts))
+        name = os.path.basename(os.path.normpath(folder))
+        try:
+            result["models"][name] = summarize(measure(folder, texts))
+        except Exception as e:  # one unreadable folder (or a missing sentencepiece) should not hide the rest
+            if not args.keep_going:
+                raise
+            result.setdefault("errors", {})[name] = "%s: %s" % (type(e).__name__, e)
+            print("outliers.py: %s: %s" % (folder, result["errors"][name]), file=sys.stderr)
     if args.json:
         json.dump(result, sys.stdout, indent=1)
         print()
@@ -156,6 +165,8 @@ def main():
             cells = ["%7.1fx (ch %3d, %6.2f)" % (s[g][li]["ratio"], s[g][li]["channel"], s[g][li]["max"])
                      for g in groups]
             print("  %5d  %s" % (li, "  ".join(cells)))
+    for name, err in result.get("errors", {}).items():
+        print("\n%s: not measured (%s)" % (name, err))
 
 
 if __name__ == "__main__":
