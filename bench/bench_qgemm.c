@@ -2,7 +2,8 @@
  * kernel, 1 and 2 threads: GOP/s (2*M*N*K / time) and the share of the vpdpbusd peak measured
  * in this same run by a register-only loop. A program, not a test.
  *
- *   bench_qgemm [--m M] [--threads 1,2] [--kernels a,b] [--all] [--time SEC] [--repeat R]
+ *   bench_qgemm [--m M] [--threads 1,2] [--kernels a,b] [--shapes qkv,ffn_in] [--all]
+ *               [--time SEC] [--repeat R]
  *
  * Each number is the best (minimum time) of repeated calls over at least --time seconds, the
  * whole measurement repeated --repeat times, best kept: the other core may be busy. */
@@ -130,20 +131,21 @@ static int in_list(const char *list, const char *name) {
 
 int main(int argc, char **argv) {
     int64_t M = 1024;
-    const char *threads_list = "1,2", *kernels = NULL;
+    const char *threads_list = "1,2", *kernels = NULL, *shapes = NULL;
     int all = 0, repeat = 2;
     double min_time = 0.4;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--m") && i + 1 < argc) M = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads_list = argv[++i];
         else if (!strcmp(argv[i], "--kernels") && i + 1 < argc) kernels = argv[++i];
+        else if (!strcmp(argv[i], "--shapes") && i + 1 < argc) shapes = argv[++i];
         else if (!strcmp(argv[i], "--all")) all = 1;
         else if (!strcmp(argv[i], "--time") && i + 1 < argc) min_time = atof(argv[++i]);
         else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = atoi(argv[++i]);
         else {
             fprintf(stderr,
-                    "usage: %s [--m M] [--threads 1,2] [--kernels a,b] [--all] [--time SEC] "
-                    "[--repeat R]\n",
+                    "usage: %s [--m M] [--threads 1,2] [--kernels a,b] [--shapes a,b] [--all] "
+                    "[--time SEC] [--repeat R]\n",
                     argv[0]);
             return 2;
         }
@@ -200,6 +202,7 @@ int main(int argc, char **argv) {
         if (!kernels && !all && strstr(kn, "scalar")) continue; /* minutes per shape */
         for (size_t s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; s++) {
             const shape *sh = &SHAPES[s];
+            if (!in_list(shapes, sh->name)) continue;
             double gop = 2.0 * (double)M * (double)sh->N * (double)sh->K / 1e9;
             for (int t = 0; t < ntl; t++) {
                 /* Packed per thread count: oneDNN fixes its threads when it builds a primitive. */
