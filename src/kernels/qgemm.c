@@ -302,7 +302,9 @@ static bert8_status run_blis(const int8_t *A, int64_t lda, int64_t M, const b8_q
                              const b8_qepilogue *ep, int32_t *C, int64_t ldc, b8_err *e) {
     const b8_qblis *b = w->kernel->blis;
     const b8_qblocking *bl = blocking_for(b);
-    if (!bl) return b8_fail(e, BERT8_ERR_INTERNAL, "no blocking for kernel %s", w->kernel->name);
+    if (!bl || bl->mr != b->mr || bl->nr != b->nr || bl->mc % b->mr)
+        return b8_fail(e, BERT8_ERR_INTERNAL, "blocking table does not fit kernel %s",
+                       w->kernel->name);
     run_plan p = {.b = b, .w = w, .A = A, .lda = lda, .M = M, .ep = ep, .C = C, .ldc = ldc};
     if (ep) {
         p.epilogue = b->pick_epilogue(ep);
