@@ -42,8 +42,11 @@ TASKS = {
 # ---- model construction from the MLM checkpoint ----------------------------------------
 
 
-def load_mlm():
-    ck = torch.load(os.path.join(common.WORK, "mlm_bert.pt"))
+INIT = {"sst2": "mlm_bert.pt"}  # every other task starts from the pair stage (pretrain_pairs.py)
+
+
+def load_mlm(task):
+    ck = torch.load(os.path.join(common.WORK, INIT.get(task, "mlm_bert2.pt")))
     return ck["state_dict"], ck
 
 
@@ -183,7 +186,7 @@ def metrics(task, preds, gold):
 
 def run_seq(task, spec, args, clock):
     bert_tok = tokenization.BertTokenizer.from_file(os.path.join(common.WORK, "vocab.txt"))
-    mlm, _ = load_mlm()
+    mlm, _ = load_mlm(task)
     if task == "sst2":
         train, ev = data.sst2("train"), data.sst2("dev")
         ytr, yev = [r[1] for r in train], [r[1] for r in ev]
@@ -449,7 +452,7 @@ def squad_score(preds, articles):
 
 def run_squad(spec, args, clock):
     tok = tokenization.BertTokenizer.from_file(os.path.join(common.WORK, "vocab.txt"))
-    mlm, _ = load_mlm()
+    mlm, _ = load_mlm("squad")
     tr_art, ev_art = data.squad_split()
     cfg = common.bert_config(spec["arch"], len(tok.vocab))
     common.setup(spec["seed"])
@@ -535,10 +538,19 @@ def write_readme(task, spec, result):
         "* Initialisation: masked-LM pre-training of the shared BERT-mini encoder (train/pretrain_mlm.py, seed %d, "
         "%d steps, %.1f min, %d tokens) on the train side of all task data only."
         % (result["mlm"]["seed"], result["mlm"]["steps"], result["mlm"]["minutes"], result["mlm"]["tokens_seen"]),
+    ]
+    ps = result["mlm"].get("pair_stage")
+    if ps:
+        lines += [
+            "* Then the pair stage (train/pretrain_pairs.py, seed %d, %d steps, %.1f min): synthetic sentence pairs "
+            "from the same train-side text, MLM on both segments + word-overlap regression from the pooler."
+            % (ps["seed"], ps["steps"], ps["minutes"])]
+    lines += [
         "* Fine-tuning: seed %d, %d epochs, lr %g (AdamW, linear warm-up 10%% then decay), batch %d, %d steps, "
         "%.1f min on one CPU core." % (result["seed"], result["epochs"], result["lr"], result["batch"], result["steps"],
                                       result["finetune_minutes"]),
-        "* Command (from the repository root, after `train/pretrain_mlm.py`):", "",
+        "* Command (from the repository root, after `train/pretrain_mlm.py`%s):"
+        % (" and `train/pretrain_pairs.py`" if ps else ""), "",
         "      " + result["command"], "",
         "## Measured (torch FP32 maths on the stored weights, reloaded from this folder)", "",
         "Eval split: %s" % mtxt, "",
@@ -575,12 +587,14 @@ def main():
         m, dtype, minutes, steps = run_seq(args.task, spec, args, clock)
     folder = os.path.join(common.MODELS, spec["folder"])
     size = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder))
-    _, mlm_info = load_mlm()
+    _, mlm_info = load_mlm(args.task)
+    stage1 = torch.load(os.path.join(common.WORK, "mlm_bert.pt"))
     result = {"task": args.task, "metrics": m, "weights_dtype": dtype, "seed": spec["seed"],
               "epochs": spec["epochs"], "lr": spec["lr"], "batch": spec["batch"], "steps": steps,
               "finetune_minutes": round(minutes, 2), "folder_bytes": size,
-              "mlm": {"seed": mlm_info["seed"], "steps": mlm_info["steps"],
-                      "minutes": round(mlm_info["minutes"], 2), "tokens_seen": mlm_info["tokens_seen"]},
+              "mlm": {"seed": stage1["seed"], "steps": stage1["steps"],
+                      "minutes": round(stage1["minutes"], 2), "tokens_seen": stage1["tokens_seen"],
+                      "pair_stage": mlm_info.get("stage2")},
               "command": "LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-serial /usr/bin/python3 "
                          "train/finetune.py " + " ".join(sys.argv[1:]),
               "date": time.strftime("%Y-%m-%d %H:%M")}

@@ -7,6 +7,7 @@ export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-serial OPENBLAS_NUM_TH
 mkdir -p work
 if [ "${SKIP_MLM:-0}" != 1 ]; then
     /usr/bin/python3 pretrain_mlm.py > work/pretrain_mlm.log 2>&1
+    /usr/bin/python3 pretrain_pairs.py > work/pretrain_pairs.log 2>&1
 fi
 for t in ${TASKS:-sst2 mrpc stsb xnli squad}; do
     /usr/bin/python3 finetune.py "$t" > "work/finetune_$t.log" 2>&1
