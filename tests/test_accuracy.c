@@ -95,19 +95,23 @@ static void check_eval(const char *dir, const char *key, bool quantized) {
     char path[256];
     snprintf(path, sizeof path, "regression.%s", key);
     const cJSON *want = item(g_report, path);
-    CHECKF(cJSON_IsObject(want), "docs/accuracy.json has no %s: run scripts/accuracy_report.sh", path);
+    CHECKF(cJSON_IsObject(want), "docs/accuracy.json has no %s: run scripts/accuracy_report.sh",
+           path);
     if (!cJSON_IsObject(want)) return;
     cJSON *got = NULL;
     run_bert8(&got, "eval '%s' --task sst2 --data '%s' --limit %d --json --quiet --threads 1", dir,
               tu_shared_path("data/" DEV), LIMIT);
     if (!got) return;
     CHECKF(num(got, "n") == LIMIT, "%s: n = %g", key, num(got, "n"));
-    CHECKF(num(got, "n") == num(want, "n"), "%s: n = %g, the report has %g", key, num(got, "n"), num(want, "n"));
+    CHECKF(num(got, "n") == num(want, "n"), "%s: n = %g, the report has %g", key, num(got, "n"),
+           num(want, "n"));
     CHECKF(num(got, "correct") == num(want, "correct"), "%s: %g/%d correct, the report has %g", key,
            num(got, "correct"), LIMIT, num(want, "correct"));
-    CHECKF(num(got, "accuracy") == num(want, "accuracy"), "%s: accuracy %.17g, the report has %.17g", key,
-           num(got, "accuracy"), num(want, "accuracy"));
-    CHECK(cJSON_IsBool(item(got, "quantized")) && cJSON_IsTrue(item(got, "quantized")) == quantized);
+    CHECKF(num(got, "accuracy") == num(want, "accuracy"),
+           "%s: accuracy %.17g, the report has %.17g", key, num(got, "accuracy"),
+           num(want, "accuracy"));
+    CHECK(cJSON_IsBool(item(got, "quantized")) &&
+          cJSON_IsTrue(item(got, "quantized")) == quantized);
     cJSON_Delete(got);
 }
 
@@ -126,15 +130,18 @@ TEST(report_records_the_tests_setting) {
     CHECK(num(r, "int8.correct") > LIMIT / 2 && num(r, "int8.correct") <= LIMIT);
 }
 
-TEST(fp32_first_200_dev_rows_match_the_report) { check_eval(MODEL, "fp32", false); }
+TEST(fp32_first_200_dev_rows_match_the_report) {
+    check_eval(MODEL, "fp32", false);
+}
 
 TEST(int8_static_alpha_half_first_200_dev_rows_match_the_report) {
     char out[1024];
     snprintf(out, sizeof out, "%s/sst2-int8", tu_tmpdir());
-    int rc = run_bert8(NULL,
-                       "quantize %s -o '%s' --calib '%s' --column sentence --samples %d --scheme static "
-                       "--alpha 0.5 --threads 1 --quiet",
-                       MODEL, out, tu_shared_path("data/" CALIB), CALIB_ROWS);
+    int rc =
+        run_bert8(NULL,
+                  "quantize %s -o '%s' --calib '%s' --column sentence --samples %d --scheme static "
+                  "--alpha 0.5 --threads 1 --quiet",
+                  MODEL, out, tu_shared_path("data/" CALIB), CALIB_ROWS);
     if (rc) return;
     check_eval(out, "int8", true);
 }
