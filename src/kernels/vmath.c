@@ -40,32 +40,21 @@ float b8_vm_exp(float x) {
 }
 
 float b8_vm_erf(float z) {
-    float a = fabsf(z);
-    /* small branch */
-    float t = a * a;
-    float ps = B8_VM_ERF_P5;
-    ps = fmaf(ps, t, B8_VM_ERF_P4);
-    ps = fmaf(ps, t, B8_VM_ERF_P3);
-    ps = fmaf(ps, t, B8_VM_ERF_P2);
-    ps = fmaf(ps, t, B8_VM_ERF_P1);
-    ps = fmaf(ps, t, B8_VM_ERF_P0);
-    float small = a * ps;
-    /* large branch, on a clamped into the fitted range */
-    float al = vmin(a, B8_VM_ERF_ONE);
-    float q = B8_VM_ERF_Q8;
-    q = fmaf(q, al, B8_VM_ERF_Q7);
-    q = fmaf(q, al, B8_VM_ERF_Q6);
-    q = fmaf(q, al, B8_VM_ERF_Q5);
-    q = fmaf(q, al, B8_VM_ERF_Q4);
-    q = fmaf(q, al, B8_VM_ERF_Q3);
-    q = fmaf(q, al, B8_VM_ERF_Q2);
-    q = fmaf(q, al, B8_VM_ERF_Q1);
-    q = fmaf(q, al, B8_VM_ERF_Q0);
-    float p, s;
-    exp_parts(q, &p, &s);
-    float large = fmaf(-p, s, 1.0f);
-    float r = a < B8_VM_ERF_SPLIT ? small : large;
-    return copysignf(r, z);
+    float c = vmin(vmax(z, -B8_VM_ERF_CLAMP), B8_VM_ERF_CLAMP);
+    float t = c * c;
+    float p = B8_VM_ERF_P6;
+    p = fmaf(p, t, B8_VM_ERF_P5);
+    p = fmaf(p, t, B8_VM_ERF_P4);
+    p = fmaf(p, t, B8_VM_ERF_P3);
+    p = fmaf(p, t, B8_VM_ERF_P2);
+    p = fmaf(p, t, B8_VM_ERF_P1);
+    p = fmaf(p, t, B8_VM_ERF_P0);
+    float q = B8_VM_ERF_Q4;
+    q = fmaf(q, t, B8_VM_ERF_Q3);
+    q = fmaf(q, t, B8_VM_ERF_Q2);
+    q = fmaf(q, t, B8_VM_ERF_Q1);
+    q = fmaf(q, t, 1.0f);
+    return (c * p) / q;
 }
 
 float b8_vm_gelu(float x) {

@@ -38,32 +38,21 @@ B8_V256_INLINE __m256 b8_v8_exp(__m256 x) {
 }
 
 B8_V256_INLINE __m256 b8_v8_erf(__m256 z) {
-    __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), z);
-    __m256 t = _mm256_mul_ps(a, a);
-    __m256 ps = _mm256_set1_ps(B8_VM_ERF_P5);
-    ps = _mm256_fmadd_ps(ps, t, _mm256_set1_ps(B8_VM_ERF_P4));
-    ps = _mm256_fmadd_ps(ps, t, _mm256_set1_ps(B8_VM_ERF_P3));
-    ps = _mm256_fmadd_ps(ps, t, _mm256_set1_ps(B8_VM_ERF_P2));
-    ps = _mm256_fmadd_ps(ps, t, _mm256_set1_ps(B8_VM_ERF_P1));
-    ps = _mm256_fmadd_ps(ps, t, _mm256_set1_ps(B8_VM_ERF_P0));
-    __m256 small = _mm256_mul_ps(a, ps);
-    __m256 al = _mm256_min_ps(a, _mm256_set1_ps(B8_VM_ERF_ONE));
-    __m256 q = _mm256_set1_ps(B8_VM_ERF_Q8);
-    q = _mm256_fmadd_ps(q, al, _mm256_set1_ps(B8_VM_ERF_Q7));
-    q = _mm256_fmadd_ps(q, al, _mm256_set1_ps(B8_VM_ERF_Q6));
-    q = _mm256_fmadd_ps(q, al, _mm256_set1_ps(B8_VM_ERF_Q5));
-    q = _mm256_fmadd_ps(q, al, _mm256_set1_ps(B8_VM_ERF_Q4));
-    q = _mm256_fmadd_ps(q, al, _mm256_set1_ps(B8_VM_ERF_Q3));
-    q = _mm256_fmadd_ps(q, al, _mm256_set1_ps(B8_VM_ERF_Q2));
-    q = _mm256_fmadd_ps(q, al, _mm256_set1_ps(B8_VM_ERF_Q1));
-    q = _mm256_fmadd_ps(q, al, _mm256_set1_ps(B8_VM_ERF_Q0));
-    __m256 p, s;
-    b8_v8_exp_parts(q, &p, &s);
-    __m256 large = _mm256_fnmadd_ps(p, s, _mm256_set1_ps(1.0f));
-    __m256 use_small = _mm256_cmp_ps(a, _mm256_set1_ps(B8_VM_ERF_SPLIT), _CMP_LT_OQ);
-    __m256 r = _mm256_blendv_ps(large, small, use_small);
-    __m256 sign = _mm256_and_ps(z, _mm256_set1_ps(-0.0f));
-    return _mm256_or_ps(r, sign);
+    __m256 c = _mm256_min_ps(_mm256_max_ps(z, _mm256_set1_ps(-B8_VM_ERF_CLAMP)), _mm256_set1_ps(B8_VM_ERF_CLAMP));
+    __m256 t = _mm256_mul_ps(c, c);
+    __m256 p = _mm256_set1_ps(B8_VM_ERF_P6);
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(B8_VM_ERF_P5));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(B8_VM_ERF_P4));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(B8_VM_ERF_P3));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(B8_VM_ERF_P2));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(B8_VM_ERF_P1));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(B8_VM_ERF_P0));
+    __m256 q = _mm256_set1_ps(B8_VM_ERF_Q4);
+    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(B8_VM_ERF_Q3));
+    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(B8_VM_ERF_Q2));
+    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(B8_VM_ERF_Q1));
+    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(1.0f));
+    return _mm256_div_ps(_mm256_mul_ps(c, p), q);
 }
 
 B8_V256_INLINE __m256 b8_v8_gelu(__m256 x) {

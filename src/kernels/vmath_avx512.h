@@ -38,32 +38,21 @@ B8_V512_INLINE __m512 b8_v16_exp(__m512 x) {
 }
 
 B8_V512_INLINE __m512 b8_v16_erf(__m512 z) {
-    __m512 a = _mm512_abs_ps(z);
-    __m512 t = _mm512_mul_ps(a, a);
-    __m512 ps = _mm512_set1_ps(B8_VM_ERF_P5);
-    ps = _mm512_fmadd_ps(ps, t, _mm512_set1_ps(B8_VM_ERF_P4));
-    ps = _mm512_fmadd_ps(ps, t, _mm512_set1_ps(B8_VM_ERF_P3));
-    ps = _mm512_fmadd_ps(ps, t, _mm512_set1_ps(B8_VM_ERF_P2));
-    ps = _mm512_fmadd_ps(ps, t, _mm512_set1_ps(B8_VM_ERF_P1));
-    ps = _mm512_fmadd_ps(ps, t, _mm512_set1_ps(B8_VM_ERF_P0));
-    __m512 small = _mm512_mul_ps(a, ps);
-    __m512 al = _mm512_min_ps(a, _mm512_set1_ps(B8_VM_ERF_ONE));
-    __m512 q = _mm512_set1_ps(B8_VM_ERF_Q8);
-    q = _mm512_fmadd_ps(q, al, _mm512_set1_ps(B8_VM_ERF_Q7));
-    q = _mm512_fmadd_ps(q, al, _mm512_set1_ps(B8_VM_ERF_Q6));
-    q = _mm512_fmadd_ps(q, al, _mm512_set1_ps(B8_VM_ERF_Q5));
-    q = _mm512_fmadd_ps(q, al, _mm512_set1_ps(B8_VM_ERF_Q4));
-    q = _mm512_fmadd_ps(q, al, _mm512_set1_ps(B8_VM_ERF_Q3));
-    q = _mm512_fmadd_ps(q, al, _mm512_set1_ps(B8_VM_ERF_Q2));
-    q = _mm512_fmadd_ps(q, al, _mm512_set1_ps(B8_VM_ERF_Q1));
-    q = _mm512_fmadd_ps(q, al, _mm512_set1_ps(B8_VM_ERF_Q0));
-    __m512 p, s;
-    b8_v16_exp_parts(q, &p, &s);
-    __m512 large = _mm512_fnmadd_ps(p, s, _mm512_set1_ps(1.0f));
-    __mmask16 use_small = _mm512_cmp_ps_mask(a, _mm512_set1_ps(B8_VM_ERF_SPLIT), _CMP_LT_OQ);
-    __m512 r = _mm512_mask_blend_ps(use_small, large, small);
-    __m512i sign = _mm512_and_si512(_mm512_castps_si512(z), _mm512_set1_epi32((int)0x80000000u));
-    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(r), sign));
+    __m512 c = _mm512_min_ps(_mm512_max_ps(z, _mm512_set1_ps(-B8_VM_ERF_CLAMP)), _mm512_set1_ps(B8_VM_ERF_CLAMP));
+    __m512 t = _mm512_mul_ps(c, c);
+    __m512 p = _mm512_set1_ps(B8_VM_ERF_P6);
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(B8_VM_ERF_P5));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(B8_VM_ERF_P4));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(B8_VM_ERF_P3));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(B8_VM_ERF_P2));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(B8_VM_ERF_P1));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(B8_VM_ERF_P0));
+    __m512 q = _mm512_set1_ps(B8_VM_ERF_Q4);
+    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(B8_VM_ERF_Q3));
+    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(B8_VM_ERF_Q2));
+    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(B8_VM_ERF_Q1));
+    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(1.0f));
+    return _mm512_div_ps(_mm512_mul_ps(c, p), q);
 }
 
 B8_V512_INLINE __m512 b8_v16_gelu(__m512 x) {
