@@ -11,10 +11,10 @@
  * The weights are packed once by b8_qweight_pack into the layout of the kernel chosen for
  * their shape; b8_qgemm then runs on the process-wide OpenMP pool.
  *
- * Every kernel gives bit-identical int32 accumulators, and every kernel of bert8's own gives
- * bit-identical fused outputs (same float operation order, see kernels/vmath.h). The oneDNN
- * backend gives identical int32 results and fp32/int8 outputs within a few ulp: it adds the
- * bias and applies its eltwise GELU with its own order of operations.
+ * Every kernel of bert8's own gives bit-identical int32 accumulators and bit-identical fused
+ * outputs (same float operation order, see kernels/vmath.h). The oneDNN backend ("onednn",
+ * only when forced by name) gives identical int32 results while |sum| < 2^24 (it passes them
+ * through fp32) and fp32/int8 outputs within a few ulp (its own bias and GELU order).
  *
  * Thread safety: a packed b8_qweight is read-only and may be used by any number of threads at
  * once (the oneDNN backend guards its primitive cache with a mutex). */
