@@ -531,6 +531,21 @@ TEST(every_isa_cap_runs_the_kernels_it_allows) {
     }
 }
 
+static int env_kernel_child(void) {
+    int8_t w[64] = {0};
+    float ws[4] = {1, 1, 1, 1};
+    b8_qweight *q = pack(w, 4, 16, ws, NULL);
+    int ok = q && strcmp(b8_qweight_kernel_name(q), getenv("BERT8_QGEMM_KERNEL")) == 0;
+    b8_qweight_free(q);
+    return ok ? 0 : 1;
+}
+
+TEST(environment_can_force_a_kernel_for_every_layer) {
+    setenv("BERT8_QGEMM_KERNEL", "qs8_gemm_6x16c2__scalar", 1);
+    CHECK(tcpu_spawn_with_cap(NULL, "--env-kernel-child") == 0);
+    unsetenv("BERT8_QGEMM_KERNEL");
+}
+
 TEST(invalid_max_isa_is_reported_by_pack) {
     CHECK(tcpu_spawn_with_cap("avx512vnni", "--invalid-cap-child") == 0);
 }
@@ -538,6 +553,7 @@ TEST(invalid_max_isa_is_reported_by_pack) {
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--cap-child") == 0) return cap_child();
     if (argc > 1 && strcmp(argv[1], "--invalid-cap-child") == 0) return invalid_cap_child();
+    if (argc > 1 && strcmp(argv[1], "--env-kernel-child") == 0) return env_kernel_child();
     printf("  level %s; kernels:", b8_isa_name(b8_cpu_level()));
     for (int i = 0; i < b8_qgemm_kernel_count(); i++)
         printf(" %s%s", b8_qgemm_kernel_name(i), kernel_runs_here(i) ? "" : "(n/a)");
@@ -554,5 +570,6 @@ int main(int argc, char **argv) {
     RUN(selection_respects_level_and_refuses_kernels_the_cpu_cannot_run);
     RUN(every_isa_cap_runs_the_kernels_it_allows);
     RUN(invalid_max_isa_is_reported_by_pack);
+    RUN(environment_can_force_a_kernel_for_every_layer);
     return tu_finish();
 }
