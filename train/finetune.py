@@ -28,8 +28,9 @@ import tokenization
 TASKS = {
     "sst2": dict(folder="sst2-bert-mini", arch="BertForSequenceClassification", epochs=3, lr=2e-4,
                  batch=64, labels=["negative", "positive"], seed=101),
-    "mrpc": dict(folder="mrpc-distilbert-mini", arch="DistilBertForSequenceClassification", epochs=6,
-                 lr=1e-4, batch=32, labels=["not_equivalent", "equivalent"], seed=102),
+    "mrpc": dict(folder="mrpc-distilbert-mini", arch="DistilBertForSequenceClassification", epochs=3,
+                 lr=5e-5, batch=32, labels=["not_equivalent", "equivalent"], seed=102, from_stsb=True,
+                 swap=True),
     "stsb": dict(folder="stsb-bert-mini", arch="BertForSequenceClassification", epochs=12, lr=1e-4,
                  batch=16, labels=None, seed=103),
     "xnli": dict(folder="xnli-xlmr-mini", arch="XLMRobertaForSequenceClassification", epochs=6,
@@ -80,6 +81,26 @@ def init_distilbert(model, mlm):
     missing, unexpected = model.load_state_dict(sd, strict=False)
     assert not unexpected, unexpected
     return missing
+
+
+def stsb_state():
+    t, _, _ = safetensors_io.read(os.path.join(common.MODELS, TASKS["stsb"]["folder"], "model.safetensors"))
+    return {k: torch.from_numpy(v.astype(np.float32)) for k, v in t.items()}
+
+
+def init_distilbert_from_stsb(model):
+    """Intermediate-task transfer (STS-B train rows -> MRPC): the exported stsb-bert-mini encoder,
+    its pooler as pre_classifier, and its similarity output turned into a 2-way head that calls
+    a pair a paraphrase when the predicted similarity is above 3."""
+    sd = stsb_state()
+    missing = init_distilbert(model, sd)
+    w, b = sd["classifier.weight"][0], sd["classifier.bias"][0]
+    with torch.no_grad():
+        model.pre_classifier.weight.copy_(sd["bert.pooler.dense.weight"])
+        model.pre_classifier.bias.copy_(sd["bert.pooler.dense.bias"])
+        model.classifier.weight.copy_(torch.stack([-w / 2, w / 2]))
+        model.classifier.bias.copy_(torch.stack([-(b - 3) / 2, (b - 3) / 2]))
+    return [k for k in missing if not k.startswith(("pre_classifier", "classifier"))]
 
 
 def init_xlmr(model, mlm, bert_tok, xtok):
@@ -225,13 +246,20 @@ def run_seq(task, spec, args, clock):
     common.setup(spec["seed"])
     model = hf_models.build(cfg)
     if task == "xnli":
-        missing = init_xlmr(model, mlm, bert_tok, tok)
+        # from_stsb: intermediate-task transfer from the exported STS-B model's encoder.
+        missing = init_xlmr(model, stsb_state() if spec.get("from_stsb") else mlm, bert_tok, tok)
+    elif task == "mrpc" and spec.get("from_stsb"):
+        missing = init_distilbert_from_stsb(model)
     elif task == "mrpc":
         missing = init_distilbert(model, mlm)
     else:
         missing = init_bert(model, mlm)
     common.log("initialised from MLM; left random: %s" % missing)
 
+    if spec.get("swap"):
+        # A paraphrase is symmetric: train on both orders.
+        train = train + [(b, a, y) for a, b, y in train]
+        ytr = ytr + ytr
     enc_tr = encode_pairs(task, tok, train)
     enc_ev = encode_pairs(task, tok, ev)
     lengths = [len(e[0]) for e in enc_tr]

@@ -66,7 +66,7 @@ def main():
     ap.add_argument("--steps", type=int, default=1700)
     ap.add_argument("--max-tokens", type=int, default=2048)
     ap.add_argument("--lr", type=float, default=5e-4)
-    ap.add_argument("--max-minutes", type=float, default=15.0)
+    ap.add_argument("--max-minutes", type=float, default=14.0)
     args = ap.parse_args()
     common.setup(args.seed)
     os.makedirs(common.WORK, exist_ok=True)
