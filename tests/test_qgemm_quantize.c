@@ -1,4 +1,4 @@
-/* test_quantize.c: the activation quantizers: AVX-512 and AVX2 twins bit-identical to the
+/* test_qgemm_quantize.c: the activation quantizers: AVX-512 and AVX2 twins bit-identical to the
  * scalar oracle (static, dynamic, LayerNorm -> int8) over row lengths with every tail, strides
  * and special values; the oracle itself against a double-precision reference; the dispatching
  * entry points under each BERT8_MAX_ISA cap (child processes). */
