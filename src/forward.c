@@ -3,6 +3,7 @@
 #include "session.h"
 #include "kernels/rowops.h"
 #include "kernels/attention.h"
+#include "kernels/quantize.h"
 
 #include <math.h>
 #include <omp.h>
@@ -89,11 +90,8 @@ static void layernorm_next(bert8_session *s, int64_t rows, int64_t n, const floa
         layernorm_par(s->x.p, rows, n, g, b, eps);
         return;
     }
-    b8_layernorm_q_fn lnq = b8_layernorm_q_rows_best();
-    float *x = s->x.p;
-    int8_t *q = s->xq.p;
-#pragma omp parallel for schedule(static) if (rows * n >= B8_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) lnq(x + r * n, x + r * n, q + r * n, 1, n, g, b, qg, qb, eps);
+    b8_ln_quant p = {qg, qb, g, b, s->x.p, n, eps};
+    b8_layernorm_quantize(s->x.p, n, rows, n, &p, s->xq.p, n);
 }
 
 /* int8 input of an INT8 Linear from an fp32 activation: static (one scale, folded into mul)
@@ -101,9 +99,9 @@ static void layernorm_next(bert8_session *s, int64_t rows, int64_t n, const floa
 static void quantize_input(const b8_qlinear *q, bert8_scheme scheme, const float *x, int64_t rows,
                            int8_t *out, float *scales) {
     if (scheme == BERT8_SCHEME_STATIC)
-        b8_quantize_rows_static(x, rows, q->k, q->in_mul, out);
+        b8_quantize_static(x, q->k, rows, q->k, q->in_mul, 1.0f, out, q->k);
     else
-        b8_quantize_rows_dynamic(x, rows, q->k, q->in_mul, out, scales);
+        b8_quantize_dynamic(x, q->k, rows, q->k, q->in_mul, out, q->k, scales);
 }
 
 static b8_act qact(const b8_config *c) {

@@ -35,35 +35,4 @@ b8_layernorm_fn b8_layernorm_rows_best(void);
 float b8_expf_approx(float x);
 
 
-/* LayerNorm that also emits the int8 input of the next GEMM:
- *   y = (x - mean) * rstd * g + b                     (fp32, kept for the residual path)
- *   q = sat127(round_even((x - mean) * rstd * qg + qb)) (int8; qg = g / (s * scale) and
- *                                                       qb = b / (s * scale) fold SmoothQuant's
- *                                                       1/s and the static activation scale)
- * y may alias x. */
-typedef void (*b8_layernorm_q_fn)(const float *x, float *y, int8_t *q, int64_t rows, int64_t n,
-                                  const float *g, const float *b, const float *qg, const float *qb,
-                                  float eps);
-void b8_layernorm_q_rows__scalar(const float *x, float *y, int8_t *q, int64_t rows, int64_t n,
-                                 const float *g, const float *b, const float *qg, const float *qb,
-                                 float eps);
-void b8_layernorm_q_rows__avx512(const float *x, float *y, int8_t *q, int64_t rows, int64_t n,
-                                 const float *g, const float *b, const float *qg, const float *qb,
-                                 float eps);
-b8_layernorm_q_fn b8_layernorm_q_rows_best(void);
-
-/* fp32 rows -> int8 input of an INT8 Linear, round to nearest even, saturated to [-127, 127].
- * static:  q = sat(rne(x[j] * mul[j]))          (mul = 1/(smooth * scale))
- * dynamic: scale[r] = max_j |x[j] * mul[j]| / 127 (mul = 1/smooth; 1 when the row is zero),
- *          q = sat(rne(x[j] * mul[j] / scale[r])) */
-void b8_quantize_rows_static__scalar(const float *x, int64_t rows, int64_t n, const float *mul, int8_t *q);
-void b8_quantize_rows_static__avx512(const float *x, int64_t rows, int64_t n, const float *mul, int8_t *q);
-void b8_quantize_rows_dynamic__scalar(const float *x, int64_t rows, int64_t n, const float *mul, int8_t *q,
-                                      float *scale);
-void b8_quantize_rows_dynamic__avx512(const float *x, int64_t rows, int64_t n, const float *mul, int8_t *q,
-                                      float *scale);
-/* Best version, row-parallel over the pool. */
-void b8_quantize_rows_static(const float *x, int64_t rows, int64_t n, const float *mul, int8_t *q);
-void b8_quantize_rows_dynamic(const float *x, int64_t rows, int64_t n, const float *mul, int8_t *q, float *scale);
-
 #endif
