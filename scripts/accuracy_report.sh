@@ -6,7 +6,8 @@
 #
 #   bash scripts/accuracy_report.sh [MODEL_DIR ...]     (default: every models/*/)
 # Environment: BERT8 (default build/bert8), BERT8_SHARED (default ../shared), THREADS (default 1,
-# so numbers do not depend on the machine's core count), SAMPLES (calibration rows, default 512).
+# so numbers do not depend on the machine's core count), SAMPLES (calibration rows, default 512),
+# ONLY (space-separated variant ids to run, e.g. "fp32 naive_static"; default all).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BERT8=${BERT8:-build/bert8}
@@ -141,6 +142,7 @@ for m in "${MODELS[@]}"; do
   worst_static="" worst_dynamic=""
   for v in "${VARIANTS[@]}"; do
     IFS='|' read -r vid vlabel vargs <<<"$v"
+    [ -z "${ONLY:-}" ] || [ "$vid" = fp32 ] || [[ " $ONLY " == *" $vid "* ]] || continue
     dir=$m
     if [ -n "$vargs" ]; then
       dir=$TMP/$name-$vid
@@ -179,10 +181,14 @@ for m in "${MODELS[@]}"; do
   done
   n=$(jget "$fp32_line" n)
   outl=""; [ -f "$m/outlier.json" ] && outl=" Outlier variant: see $m/README.md."
-  MD_TABLES="$MD_TABLES### $name ($TASK, n = $n)"$'\n\n'"Eval: $EVAL_DESC. Calibration: $CALIB_DESC.$outl"$'\n\n'"$table"$'\n'
+  # The trainer's own FP32 score (torch maths on the stored weights), as a check of bert8's FP32 row.
+  torch_m=""
+  [ -f "$m/metrics.json" ] && torch_m=$(awk '/"metrics": *\{/ { f = 1; next } f && /\}/ { f = 0 } f' "$m/metrics.json" | tr -d ' \n')
+  torch_txt=""; [ -n "$torch_m" ] && torch_txt=" Trainer's torch FP32 (metrics.json): $(sed 's/,/, /g; s/"//g; s/:/ /g' <<<"$torch_m")."
+  MD_TABLES="$MD_TABLES### $name ($TASK, n = $n)"$'\n\n'"Eval: $EVAL_DESC. Calibration: $CALIB_DESC.$outl$torch_txt"$'\n\n'"$table"$'\n'
   SUMMARY_ROWS="$SUMMARY_ROWS| $name | $TASK | ${worst_static:-n/a} | ${worst_dynamic:-n/a} |"$'\n'
   joined=$(IFS=,; echo "${rows_json[*]}")
-  MODELS_JSON+=("{\"model\":\"$name\",\"task\":\"$TASK\",\"eval\":\"$EVAL_DESC\",\"calibration\":\"$CALIB_DESC\",\"rows\":[$joined]}")
+  MODELS_JSON+=("{\"model\":\"$name\",\"task\":\"$TASK\",\"torch_fp32\":{$torch_m},\"eval\":\"$EVAL_DESC\",\"calibration\":\"$CALIB_DESC\",\"rows\":[$joined]}")
 done
 
 # ---- regression numbers (the same setting as tests/test_accuracy.c) ------------------------------
