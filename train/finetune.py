@@ -33,8 +33,8 @@ TASKS = {
                  swap=True),
     "stsb": dict(folder="stsb-bert-mini", arch="BertForSequenceClassification", epochs=12, lr=1e-4,
                  batch=16, labels=None, seed=103),
-    "xnli": dict(folder="xnli-xlmr-mini", arch="XLMRobertaForSequenceClassification", epochs=8,
-                 lr=2e-4, batch=32, labels=data.XNLI_LABELS, seed=104, from_stsb=True),
+    "xnli": dict(folder="xnli-xlmr-mini", arch="XLMRobertaForSequenceClassification", epochs=6,
+                 lr=1e-4, batch=32, labels=data.XNLI_LABELS, seed=104),
     "squad": dict(folder="squad-bert-mini", arch="BertForQuestionAnswering", epochs=2, lr=3e-4,
                   batch=32, labels=None, seed=105),
 }
