@@ -15,6 +15,6 @@ for scheme in static dynamic; do
   build/bert8 bench "$CKPT" --batch 8 --seq 128 --threads 2 --scheme "$scheme" --json | tail -12
 done
 echo "== INT8 GEMM kernels on the BERT-base shapes, M = 1024"
-build/bench/bench_qgemm --threads 1,2
+build/bench_qgemm --threads 1,2
 echo "== tokenizers"
 build/bench/bench_tokenizer --shared "$SHARED"

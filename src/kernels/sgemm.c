@@ -7,6 +7,7 @@
 #include "kernels/sgemm.h"
 
 #include <dnnl.h>
+#include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@ static dnnl_engine_t engine(void) {
 
 typedef struct prim_entry {
     int64_t m, lda, ldc;
+    int threads; /* oneDNN sizes a primitive's parallel split when it is created */
     int post;
     bool acc;
     dnnl_primitive_t prim;
@@ -183,13 +185,14 @@ void b8_sgemm_w_free(b8_sgemm_w *w) {
 /* Returns a primitive for this call's shape, creating and caching it on first use. */
 static dnnl_primitive_t get_prim(b8_sgemm_w *w, int64_t m, int64_t lda, int64_t ldc, b8_post post,
                                  bool acc, dnnl_status_t *err) {
+    const int threads = omp_get_max_threads();
     pthread_mutex_lock(&w->mu);
     w->tick++;
     prim_entry *victim = &w->cache[0];
     for (int i = 0; i < PRIM_CACHE; i++) {
         prim_entry *c = &w->cache[i];
-        if (c->prim && c->m == m && c->lda == lda && c->ldc == ldc && c->post == (int)post &&
-            c->acc == acc) {
+        if (c->prim && c->m == m && c->lda == lda && c->ldc == ldc && c->threads == threads &&
+            c->post == (int)post && c->acc == acc) {
             c->last_use = w->tick;
             dnnl_primitive_t p = c->prim;
             pthread_mutex_unlock(&w->mu);
@@ -207,7 +210,7 @@ static dnnl_primitive_t get_prim(b8_sgemm_w *w, int64_t m, int64_t lda, int64_t 
         /* An evicted primitive may still run in another thread: keep it alive by never
          * evicting while shapes are few; PRIM_CACHE covers the shapes one model sees. */
         if (victim->prim) dnnl_primitive_destroy(victim->prim);
-        *victim = (prim_entry){m, lda, ldc, (int)post, acc, prim, w->tick};
+        *victim = (prim_entry){m, lda, ldc, threads, (int)post, acc, prim, w->tick};
     }
     pthread_mutex_unlock(&w->mu);
     return prim;
