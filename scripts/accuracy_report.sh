@@ -9,7 +9,7 @@
 # so numbers do not depend on the machine's core count), SAMPLES (calibration rows, default 512),
 # ONLY (space-separated variant ids to run, e.g. "fp32 naive_static"; default all).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 BERT8=${BERT8:-build/bert8}
 SHARED=${BERT8_SHARED:-../shared}
 DATA=$SHARED/data
