@@ -109,7 +109,7 @@ bert8_status b8_qlinear_from_fp32(const float *w, const float *b, int64_t n, int
     smooth_factors(w, n, k, amax, alpha, q->smooth);
     quantize_weights(w, n, k, q->smooth, q->wq, q->w_scale);
     if (b) memcpy(q->bias, b, (size_t)n * sizeof(float));
-    q->alpha = amax ? alpha : -1.0f;
+    q->alpha = amax && alpha >= 0 ? alpha : -1.0f;
     q->a_scale = scheme == BERT8_SCHEME_STATIC ? (amax ? static_scale(amax, q->smooth, k) : 1.0f) : 0.0f;
     *out = q;
     return BERT8_OK;
@@ -237,10 +237,11 @@ out:
 static bert8_status quantize_group(const float *w, const float *b, int64_t n, int64_t k,
                                    const site_stats *st, const bert8_quant_params *p,
                                    b8_qlinear **out, b8_err *e) {
-    float alpha = p->smooth ? p->alpha : -1.0f;
-    if (!p->smooth || p->alpha >= 0 || st->kept == 0)
-        return b8_qlinear_from_fp32(w, b, n, k, p->smooth ? st->amax : NULL, alpha < 0 && p->smooth ? 0.5f : alpha,
-                                    p->scheme, out, e);
+    /* alpha < 0 turns smoothing off (s = 1) but keeps the calibrated ranges: naive W8A8 still
+     * needs its static activation scale. Without samples, auto falls back to 0.5. */
+    if (!p->smooth) return b8_qlinear_from_fp32(w, b, n, k, st->amax, -1.0f, p->scheme, out, e);
+    if (p->alpha >= 0 || st->kept == 0)
+        return b8_qlinear_from_fp32(w, b, n, k, st->amax, p->alpha >= 0 ? p->alpha : 0.5f, p->scheme, out, e);
     /* reference outputs on the sampled rows */
     int64_t S = st->kept;
     float *yref = b8_malloc_aligned((size_t)(S * n) * sizeof(float));
