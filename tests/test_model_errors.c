@@ -275,6 +275,33 @@ TEST(forward_rejects_bad_ids) {
     bert8_model_free(m);
 }
 
+/* More batch shapes than a weight caches primitives for: evicted primitives are retired, not
+ * destroyed, and every shape still gives the same result as in a fresh session. */
+TEST(many_batch_shapes_agree_with_fresh_sessions) {
+    char err[1024];
+    bert8_model *m = NULL;
+    CHECKF(bert8_model_load(tu_shared_path("golden/models/bert_model"), NULL, &m, err, sizeof err) == 0, "%s", err);
+    if (!m) return;
+    bert8_session *s = NULL;
+    CHECK(bert8_session_create(m, &s) == BERT8_OK);
+    int32_t ids[40];
+    for (int i = 0; i < 40; i++) ids[i] = 101 + (i * 37) % 800;
+    for (int round = 0; round < 2; round++)
+        for (int64_t T = 2; T <= 20; T++) {
+            bert8_batch b = {2, T, ids, NULL, NULL};
+            bert8_outputs o, f;
+            CHECK(bert8_forward(s, &b, &o) == BERT8_OK);
+            bert8_session *fresh = NULL;
+            CHECK(bert8_session_create(m, &fresh) == BERT8_OK);
+            CHECK(bert8_forward(fresh, &b, &f) == BERT8_OK);
+            CHECKF(memcmp(o.last_hidden_state.data, f.last_hidden_state.data, sizeof(float) * (size_t)(2 * T * 64)) == 0,
+                   "T=%lld round %d", (long long)T, round);
+            bert8_session_free(fresh);
+        }
+    bert8_session_free(s);
+    bert8_model_free(m);
+}
+
 TEST(status_strings_are_static_and_distinct) {
     for (int i = 0; i < BERT8_STATUS_COUNT; i++) {
         CHECK(bert8_status_string((bert8_status)i) != NULL);
@@ -302,6 +329,7 @@ int main(void) {
     RUN(config_not_json_is_named);
     RUN(intact_copy_loads);
     RUN(forward_rejects_bad_ids);
+    RUN(many_batch_shapes_agree_with_fresh_sessions);
     RUN(status_strings_are_static_and_distinct);
     return tu_finish();
 }

@@ -43,6 +43,10 @@ struct b8_sgemm_w {
     pthread_mutex_t mu;
     prim_entry cache[PRIM_CACHE];
     uint64_t tick;
+    /* Evicted primitives may still be running in another thread, so they are only destroyed
+     * with the weight. */
+    dnnl_primitive_t *retired;
+    size_t n_retired, cap_retired;
 };
 
 int64_t b8_sgemm_w_n(const b8_sgemm_w *w) { return w->n; }
@@ -176,6 +180,8 @@ void b8_sgemm_w_free(b8_sgemm_w *w) {
     if (!w) return;
     for (int i = 0; i < PRIM_CACHE; i++)
         if (w->cache[i].prim) dnnl_primitive_destroy(w->cache[i].prim);
+    for (size_t i = 0; i < w->n_retired; i++) dnnl_primitive_destroy(w->retired[i]);
+    free(w->retired);
     pthread_mutex_destroy(&w->mu);
     b8_free_aligned(w->packed);
     b8_free_aligned(w->bias);
@@ -206,12 +212,25 @@ static dnnl_primitive_t get_prim(b8_sgemm_w *w, int64_t m, int64_t lda, int64_t 
     *err = make_pd(&pd, m, w->n, w->k, lda, ldc, &w->wmd, post, acc);
     if (*err == dnnl_success) *err = dnnl_primitive_create(&prim, pd);
     if (pd) dnnl_primitive_desc_destroy(pd);
-    if (prim) {
-        /* An evicted primitive may still run in another thread: keep it alive by never
-         * evicting while shapes are few; PRIM_CACHE covers the shapes one model sees. */
-        if (victim->prim) dnnl_primitive_destroy(victim->prim);
-        *victim = (prim_entry){m, lda, ldc, threads, (int)post, acc, prim, w->tick};
+    if (prim && victim->prim) {
+        if (w->n_retired == w->cap_retired) {
+            size_t cap = w->cap_retired ? 2 * w->cap_retired : 16;
+            dnnl_primitive_t *r = realloc(w->retired, cap * sizeof *r);
+            if (r) {
+                w->retired = r;
+                w->cap_retired = cap;
+            }
+        }
+        if (w->n_retired < w->cap_retired) {
+            w->retired[w->n_retired++] = victim->prim;
+        } else { /* out of memory: fail this call, keep the cache as it is */
+            pthread_mutex_unlock(&w->mu);
+            *err = dnnl_out_of_memory;
+            dnnl_primitive_destroy(prim);
+            return NULL;
+        }
     }
+    if (prim) *victim = (prim_entry){m, lda, ldc, threads, (int)post, acc, prim, w->tick};
     pthread_mutex_unlock(&w->mu);
     return prim;
 }
