@@ -124,6 +124,37 @@ static bert8_status get_ln(loader *L, const char *base, const float **g, const f
     return get_f32(L, name, true, 1, s, b);
 }
 
+void b8_layer_part_name(const bert8_model *m, int64_t layer, int part, bool with_prefix, char *out,
+                        size_t cap) {
+    static const char *const bert[B8_PART_COUNT] = {
+        "attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
+        "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm"};
+    static const char *const distil[B8_PART_COUNT] = {
+        "attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin",
+        "sa_layer_norm", "ffn.lin1", "ffn.lin2", "output_layer_norm"};
+    bool d = m->cfg.arch == BERT8_ARCH_DISTILBERT;
+    snprintf(out, cap, "%s%s.%lld.%s", with_prefix ? m->prefix : "", d ? "transformer.layer" : "encoder.layer",
+             (long long)layer, (d ? distil : bert)[part]);
+}
+
+bert8_status b8_layer_join_qkv(const b8_layer *ly, int64_t H, float **w, float **b, b8_err *e) {
+    const size_t hh = (size_t)H * (size_t)H;
+    *w = b8_malloc_aligned(3 * hh * sizeof(float));
+    *b = b8_malloc_aligned(3 * (size_t)H * sizeof(float));
+    if (!*w || !*b) {
+        b8_free_aligned(*w);
+        b8_free_aligned(*b);
+        *w = *b = NULL;
+        return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+    }
+    const b8_linear *parts[3] = {&ly->q, &ly->k, &ly->v};
+    for (int i = 0; i < 3; i++) {
+        memcpy(*w + i * hh, parts[i]->w, hh * sizeof(float));
+        memcpy(*b + i * H, parts[i]->b, (size_t)H * sizeof(float));
+    }
+    return BERT8_OK;
+}
+
 /* Reads a small F32 vector tensor that must be finite and positive (scales, smoothing). */
 static bert8_status get_scales(loader *L, const char *base, const char *suffix, int64_t n, float **out) {
     char name[512];
@@ -229,13 +260,11 @@ static bool is_i8(const bert8_model *m, const char *base) {
 }
 
 /* A layer of a quantized checkpoint: Linears stored I8 load as INT8, others as FP32. */
-static bert8_status load_layer_quantized(loader *L, int64_t i, b8_layer *ly, const char *names[7]) {
+static bert8_status load_layer_quantized(loader *L, int64_t i, b8_layer *ly) {
     const b8_config *c = &L->m->cfg;
     const int64_t H = c->hidden_size, I = c->intermediate_size;
-    char n[7][256];
-    for (int k = 0; k < 7; k++)
-        snprintf(n[k], sizeof n[k], "%s.%lld.%s", c->arch == BERT8_ARCH_DISTILBERT ? "transformer.layer" : "encoder.layer",
-                 (long long)i, names[k]);
+    char n[B8_PART_COUNT][256];
+    for (int k = 0; k < B8_PART_COUNT; k++) b8_layer_part_name(L->m, i, k, false, n[k], sizeof n[k]);
     bert8_status st;
     if (is_i8(L->m, n[0])) {
         b8_qlinear *p[3] = {NULL, NULL, NULL};
@@ -252,7 +281,9 @@ static bert8_status load_layer_quantized(loader *L, int64_t i, b8_layer *ly, con
         int idx;
         int64_t rows, cols;
         b8_qlinear **q;
-    } rest[3] = {{3, H, H, &ly->attn_out_q}, {5, I, H, &ly->ffn_in_q}, {6, H, I, &ly->ffn_out_q}};
+    } rest[3] = {{B8_PART_ATTN_OUT, H, H, &ly->attn_out_q},
+                 {B8_PART_FFN_IN, I, H, &ly->ffn_in_q},
+                 {B8_PART_FFN_OUT, H, I, &ly->ffn_out_q}};
     for (int k = 0; k < 3; k++)
         if (is_i8(L->m, n[rest[k].idx]) && (st = load_qlinear(L, n[rest[k].idx], rest[k].rows, rest[k].cols, rest[k].q)))
             return st;
@@ -262,55 +293,23 @@ static bert8_status load_layer_quantized(loader *L, int64_t i, b8_layer *ly, con
 static bert8_status load_layer(loader *L, int64_t i, b8_layer *ly) {
     const b8_config *c = &L->m->cfg;
     const int64_t H = c->hidden_size, I = c->intermediate_size;
-    char p[128], n[256];
+    char n[B8_PART_COUNT][256];
+    for (int k = 0; k < B8_PART_COUNT; k++) b8_layer_part_name(L->m, i, k, false, n[k], sizeof n[k]);
     bert8_status st;
-    bool distil = c->arch == BERT8_ARCH_DISTILBERT;
-    static const char *bert_names[7] = {"attention.self.query", "attention.self.key", "attention.self.value",
-                                        "attention.output.dense", "", "intermediate.dense", "output.dense"};
-    static const char *distil_names[7] = {"attention.q_lin", "attention.k_lin", "attention.v_lin",
-                                          "attention.out_lin", "", "ffn.lin1", "ffn.lin2"};
-    if (L->m->quantized && (st = load_layer_quantized(L, i, ly, distil ? distil_names : bert_names))) return st;
-    if (distil) {
-        snprintf(p, sizeof p, "transformer.layer.%lld.", (long long)i);
-#define NM(s) (snprintf(n, sizeof n, "%s%s", p, s), n)
-        if ((st = get_linear(L, NM("attention.q_lin"), true, H, H, false, &ly->q)) ||
-            (st = get_linear(L, NM("attention.k_lin"), true, H, H, false, &ly->k)) ||
-            (st = get_linear(L, NM("attention.v_lin"), true, H, H, false, &ly->v)) ||
-            (st = get_linear(L, NM("attention.out_lin"), true, H, H, true, &ly->attn_out)) ||
-            (st = get_ln(L, NM("sa_layer_norm"), &ly->ln1_g, &ly->ln1_b)) ||
-            (st = get_linear(L, NM("ffn.lin1"), true, I, H, true, &ly->ffn_in)) ||
-            (st = get_linear(L, NM("ffn.lin2"), true, H, I, true, &ly->ffn_out)) ||
-            (st = get_ln(L, NM("output_layer_norm"), &ly->ln2_g, &ly->ln2_b)))
-            return st;
-    } else {
-        snprintf(p, sizeof p, "encoder.layer.%lld.", (long long)i);
-        if ((st = get_linear(L, NM("attention.self.query"), true, H, H, false, &ly->q)) ||
-            (st = get_linear(L, NM("attention.self.key"), true, H, H, false, &ly->k)) ||
-            (st = get_linear(L, NM("attention.self.value"), true, H, H, false, &ly->v)) ||
-            (st = get_linear(L, NM("attention.output.dense"), true, H, H, true, &ly->attn_out)) ||
-            (st = get_ln(L, NM("attention.output.LayerNorm"), &ly->ln1_g, &ly->ln1_b)) ||
-            (st = get_linear(L, NM("intermediate.dense"), true, I, H, true, &ly->ffn_in)) ||
-            (st = get_linear(L, NM("output.dense"), true, H, I, true, &ly->ffn_out)) ||
-            (st = get_ln(L, NM("output.LayerNorm"), &ly->ln2_g, &ly->ln2_b)))
-            return st;
-#undef NM
-    }
+    if (L->m->quantized && (st = load_layer_quantized(L, i, ly))) return st;
+    if ((st = get_linear(L, n[B8_PART_Q], true, H, H, false, &ly->q)) ||
+        (st = get_linear(L, n[B8_PART_K], true, H, H, false, &ly->k)) ||
+        (st = get_linear(L, n[B8_PART_V], true, H, H, false, &ly->v)) ||
+        (st = get_linear(L, n[B8_PART_ATTN_OUT], true, H, H, true, &ly->attn_out)) ||
+        (st = get_ln(L, n[B8_PART_LN1], &ly->ln1_g, &ly->ln1_b)) ||
+        (st = get_linear(L, n[B8_PART_FFN_IN], true, I, H, true, &ly->ffn_in)) ||
+        (st = get_linear(L, n[B8_PART_FFN_OUT], true, H, I, true, &ly->ffn_out)) ||
+        (st = get_ln(L, n[B8_PART_LN2], &ly->ln2_g, &ly->ln2_b)))
+        return st;
     if (ly->qkv_q) return BERT8_OK;
     /* Q, K and V run as one [3H][H] product: one pass over the activations. */
-    size_t hh = (size_t)H * (size_t)H;
-    float *w = b8_malloc_aligned(3 * hh * sizeof(float));
-    float *b = b8_malloc_aligned(3 * (size_t)H * sizeof(float));
-    if (!w || !b) {
-        b8_free_aligned(w);
-        b8_free_aligned(b);
-        return b8_fail(L->e, BERT8_ERR_NOMEM, "out of memory");
-    }
-    memcpy(w, ly->q.w, hh * sizeof(float));
-    memcpy(w + hh, ly->k.w, hh * sizeof(float));
-    memcpy(w + 2 * hh, ly->v.w, hh * sizeof(float));
-    memcpy(b, ly->q.b, (size_t)H * sizeof(float));
-    memcpy(b + H, ly->k.b, (size_t)H * sizeof(float));
-    memcpy(b + 2 * H, ly->v.b, (size_t)H * sizeof(float));
+    float *w, *b;
+    if ((st = b8_layer_join_qkv(ly, H, &w, &b, L->e))) return st;
     st = b8_sgemm_w_pack(w, b, 3 * H, H, &ly->qkv, L->e);
     b8_free_aligned(w);
     b8_free_aligned(b);

@@ -70,4 +70,16 @@ struct bert8_model {
     size_t n_owned, cap_owned;
 };
 
+/* The parts of one encoder layer, in checkpoint order. */
+enum {
+    B8_PART_Q, B8_PART_K, B8_PART_V, B8_PART_ATTN_OUT, B8_PART_LN1, B8_PART_FFN_IN, B8_PART_FFN_OUT,
+    B8_PART_LN2, B8_PART_COUNT
+};
+/* Writes the transformers name of a layer part, without ".weight"/".bias"
+ * (e.g. "bert.encoder.layer.3.attention.self.query"); the model's prefix only when asked. */
+void b8_layer_part_name(const bert8_model *m, int64_t layer, int part, bool with_prefix, char *out,
+                        size_t cap);
+/* Q, K and V of a layer as one [3H][H] weight and [3H] bias (free both with b8_free_aligned). */
+bert8_status b8_layer_join_qkv(const b8_layer *ly, int64_t H, float **w, float **b, b8_err *e);
+
 #endif

@@ -313,21 +313,14 @@ static void progress(const char *what, int64_t done, int64_t total) {
     fflush(stderr);
 }
 
-/* the names the Linear groups have in the checkpoint (for --keep-fp32 and saving) */
+/* the checkpoint names of a Linear group's weights (for --keep-fp32 and saving); "" past the last */
 static void group_names(const bert8_model *m, int64_t l, int g, char names[3][256]) {
-    const bool d = m->cfg.arch == BERT8_ARCH_DISTILBERT;
-    const char *p = m->prefix;
-    static const char *bert[4][3] = {{"attention.self.query", "attention.self.key", "attention.self.value"},
-                                     {"attention.output.dense", NULL, NULL},
-                                     {"intermediate.dense", NULL, NULL},
-                                     {"output.dense", NULL, NULL}};
-    static const char *dist[4][3] = {{"attention.q_lin", "attention.k_lin", "attention.v_lin"},
-                                     {"attention.out_lin", NULL, NULL},
-                                     {"ffn.lin1", NULL, NULL},
-                                     {"ffn.lin2", NULL, NULL}};
+    static const int parts[B8_SITES][3] = {{B8_PART_Q, B8_PART_K, B8_PART_V},
+                                           {B8_PART_ATTN_OUT, -1, -1},
+                                           {B8_PART_FFN_IN, -1, -1},
+                                           {B8_PART_FFN_OUT, -1, -1}};
     for (int i = 0; i < 3; i++) {
-        const char *s = d ? dist[g][i] : bert[g][i];
-        if (s) snprintf(names[i], 256, "%s%s.%lld.%s", p, d ? "transformer.layer" : "encoder.layer", (long long)l, s);
+        if (parts[g][i] >= 0) b8_layer_part_name(m, l, parts[g][i], true, names[i], 256);
         else names[i][0] = 0;
     }
 }
@@ -422,20 +415,8 @@ bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, s
             site_stats *ss = &cs.sites[l * B8_SITES + g];
             b8_qlinear *q = NULL;
             if (g == B8_SITE_QKV) {
-                size_t hh = (size_t)(H * H);
-                float *w = b8_malloc_aligned(3 * hh * sizeof(float)), *b = b8_malloc_aligned(3 * (size_t)H * sizeof(float));
-                if (!w || !b) {
-                    b8_free_aligned(w);
-                    b8_free_aligned(b);
-                    st = b8_fail(&e, BERT8_ERR_NOMEM, "out of memory");
-                    goto done;
-                }
-                memcpy(w, ly->q.w, hh * sizeof(float));
-                memcpy(w + hh, ly->k.w, hh * sizeof(float));
-                memcpy(w + 2 * hh, ly->v.w, hh * sizeof(float));
-                memcpy(b, ly->q.b, (size_t)H * sizeof(float));
-                memcpy(b + H, ly->k.b, (size_t)H * sizeof(float));
-                memcpy(b + 2 * H, ly->v.b, (size_t)H * sizeof(float));
+                float *w, *b;
+                if ((st = b8_layer_join_qkv(ly, H, &w, &b, &e))) goto done;
                 st = quantize_group(w, b, 3 * H, H, ss, &p, &q, &e);
                 b8_free_aligned(w);
                 b8_free_aligned(b);
