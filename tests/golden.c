@@ -11,19 +11,8 @@
 cJSON *golden_load(const char *model) {
     char rel[512];
     snprintf(rel, sizeof rel, "golden/models/%s/cases.json", model);
-    FILE *f = fopen(tu_shared_path(rel), "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        fclose(f);
-        return NULL;
-    }
-    buf[n] = 0;
-    fclose(f);
+    char *buf = tu_read_file(tu_shared_path(rel), NULL);
+    if (!buf) return NULL;
     cJSON *root = cJSON_Parse(buf);
     free(buf);
     return root;

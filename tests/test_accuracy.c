@@ -23,24 +23,6 @@ static const char *SRC = BERT8_SOURCE_DIR;
 #define CALIB_ROWS 256
 #define LIMIT 200
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *b = malloc(cap);
-    for (size_t got; b && (got = fread(b + n, 1, cap - n - 1, f)) > 0;) {
-        n += got;
-        if (n + 1 == cap) {
-            char *nb = realloc(b, cap *= 2);
-            if (!nb) free(b);
-            b = nb;
-        }
-    }
-    fclose(f);
-    if (b) b[n] = 0;
-    return b;
-}
-
 /* Runs `bert8 ARGS`; returns the exit status and the last stdout line parsed as JSON (or NULL). */
 static int run_bert8(cJSON **json, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int run_bert8(cJSON **json, const char *fmt, ...) {
@@ -54,7 +36,7 @@ static int run_bert8(cJSON **json, const char *fmt, ...) {
     snprintf(cmd, sizeof cmd, "'%s' %s < /dev/null > '%s' 2> '%s'", BIN, args, out, err);
     int st = system(cmd);
     int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    char *o = slurp(out), *e = slurp(err);
+    char *o = tu_read_file(out, NULL), *e = tu_read_file(err, NULL);
     CHECKF(rc == 0, "bert8 %s: exit %d: %s", args, rc, e ? e : "");
     CHECKF(!e || (!strstr(e, "Sanitizer") && !strstr(e, "runtime error")), "bert8 %s: %s", args, e);
     if (json) {
@@ -151,7 +133,7 @@ int main(void) {
         printf("cannot enter %s\n", SRC);
         return 1;
     }
-    char *text = slurp("docs/accuracy.json");
+    char *text = tu_read_file("docs/accuracy.json", NULL);
     g_report = text ? cJSON_Parse(text) : NULL;
     free(text);
     if (!g_report) printf("docs/accuracy.json is missing or not JSON\n");

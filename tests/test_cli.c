@@ -18,26 +18,6 @@ static const char *BIN = BERT8_CLI_PATH;
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *b = malloc(cap);
-    for (size_t got; b && (got = fread(b + n, 1, cap - n - 1, f)) > 0;) {
-        n += got;
-        if (n + 1 == cap) {
-            char *nb = realloc(b, cap *= 2);
-            if (!nb) free(b);
-            b = nb;
-        }
-    }
-    fclose(f);
-    if (!b) return NULL;
-    b[n] = 0;
-    if (len) *len = n;
-    return b;
-}
-
 static const char *tmp_path(const char *name) {
     static char buf[8][1024];
     static int k;
@@ -83,8 +63,8 @@ static run_out run_cli(const void *input, size_t len, const char *fmt, ...) {
     snprintf(cmd, sizeof cmd, "'%s' %s < '%s' > '%s' 2> '%s'", BIN, args, in, out, err);
     int st = system(cmd);
     r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    r.out = slurp(out, NULL);
-    r.err = slurp(err, NULL);
+    r.out = tu_read_file(out, NULL);
+    r.err = tu_read_file(err, NULL);
     if (!r.out) r.out = strdup("");
     if (!r.err) r.err = strdup("");
     /* Under -DBERT8_SANITIZE a report also exits 1, which bad-input runs expect: look for it. */
@@ -114,7 +94,7 @@ static const char *gpath(const char *model) {
 
 static int copy_file(const char *from, const char *to) {
     size_t n;
-    char *d = slurp(from, &n);
+    char *d = tu_read_file(from, &n);
     if (!d) return -1;
     int rc = tu_write_file(to, d, n);
     free(d);
@@ -145,7 +125,7 @@ static const char *make_folder(const char *name, const char *model, bool bert_to
 static int set_labels(const char *dir, const char *const *labels, int n) {
     char path[1200];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    char *text = slurp(path, NULL);
+    char *text = tu_read_file(path, NULL);
     cJSON *root = text ? cJSON_Parse(text) : NULL;
     free(text);
     if (!root) return -1;

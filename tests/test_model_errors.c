@@ -10,20 +10,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)len + 1);
-    if (fread(buf, 1, (size_t)len, f) != (size_t)len) len = 0;
-    buf[len] = 0;
-    fclose(f);
-    *n = (size_t)len;
-    return buf;
-}
-
 /* Makes tmp/<name>/ holding a copy of golden/models/<src>'s config.json, and returns its path. */
 static const char *make_dir(const char *name, const char *src, const char *config_override) {
     static char dir[512];
@@ -32,7 +18,7 @@ static const char *make_dir(const char *name, const char *src, const char *confi
     char rel[256], path[600];
     snprintf(rel, sizeof rel, "golden/models/%s/config.json", src);
     size_t n;
-    char *cfg = slurp(tu_shared_path(rel), &n);
+    char *cfg = tu_read_file(tu_shared_path(rel), &n);
     snprintf(path, sizeof path, "%s/config.json", dir);
     if (config_override) tu_write_file(path, config_override, strlen(config_override));
     else tu_write_file(path, cfg, n);
@@ -47,7 +33,7 @@ static void write_st(const char *dir, const char *src, header_edit edit, size_t 
     char rel[256], path[600];
     snprintf(rel, sizeof rel, "golden/models/%s/model.safetensors", src);
     size_t n;
-    char *buf = slurp(tu_shared_path(rel), &n);
+    char *buf = tu_read_file(tu_shared_path(rel), &n);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (!edit) {
         tu_write_file(path, buf, truncate_to ? truncate_to : n);
@@ -217,7 +203,7 @@ TEST(shape_disagreeing_with_config_is_named) {
     char rel[256];
     size_t n;
     snprintf(rel, sizeof rel, "golden/models/bert_model/config.json");
-    char *cfg = slurp(tu_shared_path(rel), &n);
+    char *cfg = tu_read_file(tu_shared_path(rel), &n);
     cJSON *c = cJSON_Parse(cfg);
     cJSON_ReplaceItemInObject(c, "intermediate_size", cJSON_CreateNumber(128));
     char *text = cJSON_Print(c);

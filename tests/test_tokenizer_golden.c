@@ -8,13 +8,6 @@
 #include "testutil.h"
 #include "tokenizer/tokenizer.h"
 
-static char *slurp(const char *path, size_t *n) {
-    b8_err e = {0};
-    char *s = b8_read_file(path, n, &e);
-    if (!s) printf("  cannot read %s: %s\n", path, e.msg);
-    return s;
-}
-
 /* cJSON ends strings at "\u0000", and the goldens have a NUL inside a text, so strings are
  * decoded here: JSON string at *p (at its opening quote) into a malloc'd buffer. */
 static char *jstring(const char **p, size_t *len) {
@@ -192,7 +185,7 @@ static int same_ints(const cJSON *want, const int32_t *got, int64_t n, const cha
 /* Runs every record of one jsonl file; returns the number of records that passed. */
 static int run_jsonl(const char *file, b8_tokenizer *t, int *records) {
     size_t n = 0;
-    char *text = slurp(tu_shared_path(file), &n);
+    char *text = tu_read_file(tu_shared_path(file), &n);
     if (!text) return 0;
     b8_tok_pieces pieces = {0};
     b8_encoding enc = {0};
@@ -306,7 +299,7 @@ static void e2e_folder(const char *name, int with_types) {
     char cp[300];
     snprintf(cp, sizeof cp, "%s/cases.json", dir);
     size_t n = 0;
-    char *text = slurp(tu_shared_path(cp), &n);
+    char *text = tu_read_file(tu_shared_path(cp), &n);
     cJSON *root = text ? cJSON_Parse(text) : NULL;
     CHECK(root != NULL);
     const cJSON *cases = root ? cJSON_GetObjectItem(root, "cases") : NULL;

@@ -1,6 +1,7 @@
 /* testutil.c: the harness behind testutil.h. */
 #define _GNU_SOURCE
 #include "testutil.h"
+#include "common.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -49,3 +50,5 @@ int tu_write_file(const char *path, const void *data, size_t n) {
     int rc = fclose(f);
     return (w == n && rc == 0) ? 0 : -1;
 }
+
+char *tu_read_file(const char *path, size_t *len) { return b8_read_file(path, len, NULL); }

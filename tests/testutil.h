@@ -50,6 +50,8 @@ int tu_finish(void);
 const char *tu_shared_path(const char *rel);
 /* A fresh temporary directory (removed by tu_finish). */
 const char *tu_tmpdir(void);
+/* The whole file, NUL-terminated (free with free()), or NULL; *len (if not NULL) its size. */
+char *tu_read_file(const char *path, size_t *len);
 /* Writes n bytes to path; returns 0 on success. */
 int tu_write_file(const char *path, const void *data, size_t n);
 
