@@ -6,6 +6,7 @@ Run (one at a time, after pretrain_mlm.py):
 Tasks: sst2 mrpc stsb xnli squad.
 """
 import argparse
+import bisect
 import collections
 import json
 import os
@@ -22,7 +23,9 @@ import torch.nn.functional as F
 import common
 import data
 import hf_models
+import qa_teacher
 import safetensors_io
+import teacher
 import tokenization
 
 TASKS = {
@@ -33,10 +36,12 @@ TASKS = {
                  swap=True),
     "stsb": dict(folder="stsb-bert-mini", arch="BertForSequenceClassification", epochs=12, lr=1e-4,
                  batch=16, labels=None, seed=103),
-    "xnli": dict(folder="xnli-xlmr-mini", arch="XLMRobertaForSequenceClassification", epochs=6,
-                 lr=1e-4, batch=32, labels=data.XNLI_LABELS, seed=104),
-    "squad": dict(folder="squad-bert-mini", arch="BertForQuestionAnswering", epochs=2, lr=3e-4,
-                  batch=32, labels=None, seed=105),
+    "xnli": dict(folder="xnli-xlmr-mini", arch="XLMRobertaForSequenceClassification", epochs=5,
+                 lr=3e-4, batch=32, labels=data.XNLI_LABELS, seed=104, match_aux=1.0,
+                 distill=dict(synthetic=15000)),
+    "squad": dict(folder="squad-bert-mini", arch="BertForQuestionAnswering", epochs=5, lr=1e-3,
+                  batch=32, labels=None, seed=105,
+                  qa_aux=1.0, distill=dict(teacher_epochs=2, mix=1.0)),
 }
 
 
@@ -174,6 +179,16 @@ def encode_pairs(task, tok, rows):
     return out
 
 
+def match_labels(ids, tok):
+    """Per token of a two-segment encoding: 1 if the same id occurs in the other segment, 0 if
+    not, -1 for special tokens."""
+    cls, sep = (tok.bos, tok.eos) if hasattr(tok, "eos") else (tok.cls, tok.sep)
+    special = {cls, sep, tok.pad}
+    cut = ids.index(sep)
+    a, b = set(ids[1:cut]), set(ids[cut + 1:])
+    return [-1 if t in special else int(t in (b if i < cut else a)) for i, t in enumerate(ids)]
+
+
 def predict(model, enc, pad_id, use_tt, max_tokens=16384):
     model.eval()
     outs = [None] * len(enc)
@@ -263,25 +278,71 @@ def run_seq(task, spec, args, clock):
         ytr = ytr + ytr
     enc_tr = encode_pairs(task, tok, train)
     enc_ev = encode_pairs(task, tok, ev)
-    lengths = [len(e[0]) for e in enc_tr]
     rng = random.Random(spec["seed"])
+    dist = spec.get("distill")
+    if dist:
+        # Knowledge distillation (train/teacher.py): every epoch adds fresh synthetic pairs
+        # labelled with the bag-of-words teacher's probabilities; real pairs keep gold labels.
+        teach = teacher.Teacher(train, seed=spec["seed"])
+        common.log("teacher: weight decay %g, 5-fold CV accuracy on the train split %.4f"
+                   % (teach.wd, teach.cv_accuracy))
+        spec["teacher"] = {"weight_decay": teach.wd, "cv_accuracy_train_split": round(teach.cv_accuracy, 4),
+                           "synthetic_per_epoch": dist["synthetic"]}
+        srng = random.Random(spec["seed"] + 7)
+        gold_soft = F.one_hot(torch.tensor(ytr), 3).float()
+
+        def epoch_data():
+            syn = teacher.synthetic_pairs(train, dist["synthetic"], srng)
+            enc = enc_tr + encode_pairs(task, tok, [(p, h, 0) for p, h in syn])
+            return enc, torch.cat([gold_soft, teach.probs(syn)])
+    else:
+        def epoch_data():
+            return enc_tr, torch.tensor(ytr, dtype=torch.float32 if task == "stsb" else torch.long)
+    enc_ep, ytr_t = epoch_data()
+    lengths = [len(e[0]) for e in enc_ep]
     max_tokens = spec["batch"] * 64
     nb = len(common.batches(lengths, max_tokens, random.Random(0), max_batch=spec["batch"]))
     total = nb * spec["epochs"]
     opt, sched = common.optimizer(model, spec["lr"], total, warmup=0.1)
-    ytr_t = torch.tensor(ytr, dtype=torch.float32 if task == "stsb" else torch.long)
+    aux = None
+    if spec.get("match_aux"):
+        # Auxiliary token task (training only, the head is not exported): for every token of
+        # one segment, does the same piece occur in the other segment? A from-scratch encoder
+        # learns slowly from 5,000 pairs that NLI hinges on which hypothesis words the premise
+        # lacks; this dense signal teaches it that comparison directly.
+        aux = torch.nn.Linear(cfg["hidden_size"], 1)
+        opt.add_param_group({"params": list(aux.parameters()), "weight_decay": 0.0})
     step = 0
     for ep in range(spec["epochs"]):
+        if ep > 0:
+            enc_ep, ytr_t = epoch_data()
+            lengths = [len(e[0]) for e in enc_ep]
+        if aux is not None:
+            match_ep = [match_labels(e[0], tok) for e in enc_ep]
         model.train()
         tot = 0.0
         for b in common.batches(lengths, max_tokens, rng, max_batch=spec["batch"]):
             if step >= total or (args.max_steps and step >= args.max_steps):
                 break
-            ids = common.pad([enc_tr[i][0] for i in b], pad_id)
-            tt = common.pad([enc_tr[i][1] for i in b], 0) if use_tt else None
-            out = model(ids, (ids != pad_id).long(), tt)
+            ids = common.pad([enc_ep[i][0] for i in b], pad_id)
+            tt = common.pad([enc_ep[i][1] for i in b], 0) if use_tt else None
+            if aux is None:
+                out = model(ids, (ids != pad_id).long(), tt)
+            else:
+                h, _ = model.encoder_model(ids, (ids != pad_id).long(), tt)
+                out = model.classifier(h)
             y = ytr_t[b]
-            loss = F.mse_loss(out[:, 0], y) if task == "stsb" else F.cross_entropy(out, y)
+            if task == "stsb":
+                loss = F.mse_loss(out[:, 0], y)
+            elif dist:
+                loss = -(y * F.log_softmax(out, dim=1)).sum(1).mean()
+            else:
+                loss = F.cross_entropy(out, y)
+            if aux is not None:
+                ml = common.pad([match_ep[i] for i in b], -1)
+                keep = ml >= 0
+                loss = loss + spec["match_aux"] * F.binary_cross_entropy_with_logits(
+                    aux(h)[..., 0][keep], ml[keep].float())
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -291,6 +352,8 @@ def run_seq(task, spec, args, clock):
             tot += loss.item()
         common.log("epoch %d/%d steps %d train loss %.4f (%.1f min)" % (ep + 1, spec["epochs"], step,
                                                                        tot / max(1, nb), clock.minutes()))
+        if args.log_eval:  # monitoring only: the exported model is always the last epoch's
+            common.log("  eval after epoch %d: %s" % (ep + 1, metrics(task, predict(model, enc_ev, pad_id, use_tt), yev)))
     train_minutes = clock.minutes()
 
     folder = os.path.join(common.MODELS, spec["folder"])
@@ -390,6 +453,50 @@ def squad_features(tok, articles, training):
     return feats
 
 
+def squad_window(tok, ctx_ids, spans, q_ids, a0, a1, rng, length):
+    """A training window of at most `length` tokens holding the answer chars [a0, a1), placed at
+    random; None when the answer cannot be located or does not fit."""
+    room = length - len(q_ids) - 3
+    st = en = None
+    for i, (s, e) in enumerate(spans):
+        if st is None and e > a0:
+            st = i
+        if s < a1:
+            en = i
+    if st is None or en is None or en < st or en - st + 1 > room:
+        return None
+    lo = max(0, en + 1 - room)
+    hi = min(st, max(0, len(ctx_ids) - room))
+    start = rng.randint(lo, max(lo, hi))
+    end = min(start + room, len(ctx_ids))
+    ids = [tok.cls] + q_ids + [tok.sep] + ctx_ids[start:end] + [tok.sep]
+    tt = [0] * (len(q_ids) + 2) + [1] * (end - start + 1)
+    off = len(q_ids) + 2 - start
+    return {"ids": ids, "tt": tt, "label": (st + off, en + off), "ctx": (start, end), "off": off}
+
+
+def teacher_targets(f, piece_word, first, last, ps, pe, mix):
+    """Soft start/end targets of one window: the gold one-hot mixed with the QA teacher's word
+    probabilities, a word's start mass on its first piece and its end mass on its last piece."""
+    n = len(f["ids"])
+    ts, te = [0.0] * n, [0.0] * n
+    start, end = f["ctx"]
+    for k in range(start, end):
+        w = piece_word[k]
+        if first[k]:
+            ts[k + f["off"]] = ps[w]
+        if last[k]:
+            te[k + f["off"]] = pe[w]
+    zs, ze = sum(ts), sum(te)
+    out = []
+    for t, z, g in ((ts, zs, f["label"][0]), (te, ze, f["label"][1])):
+        lam = mix if z > 0.05 else 0.0
+        t = [lam * v / z if z > 0 else 0.0 for v in t]
+        t[g] += 1.0 - lam
+        out.append(t)
+    f["soft"] = out
+
+
 def squad_train_features(tok, articles, rng):
     """One window per question of at most TRAIN_LEN tokens, placed at random so that it holds
     the answer. Cheaper than training on every stride window (one core, ~15 minutes) while the
@@ -400,26 +507,83 @@ def squad_train_features(tok, articles, rng):
             ctx_ids, spans = squad_context_tokens(tok, p["context"])
             for q in p["qas"]:
                 q_ids = tok.ids(tok.tokenize(q["question"]))[:MAX_Q]
-                room = TRAIN_LEN - len(q_ids) - 3
                 ans = q["answers"][0]
-                a0, a1 = ans["answer_start"], ans["answer_start"] + len(ans["text"])
-                st = en = None
-                for i, (s, e) in enumerate(spans):
-                    if st is None and e > a0:
-                        st = i
-                    if s < a1:
-                        en = i
-                if st is None or en is None or en < st or en - st + 1 > room:
-                    continue
-                lo = max(0, en + 1 - room)
-                hi = min(st, max(0, len(ctx_ids) - room))
-                start = rng.randint(lo, max(lo, hi))
-                end = min(start + room, len(ctx_ids))
-                ids = [tok.cls] + q_ids + [tok.sep] + ctx_ids[start:end] + [tok.sep]
-                tt = [0] * (len(q_ids) + 2) + [1] * (end - start + 1)
-                off = len(q_ids) + 2 - start
-                feats.append({"ids": ids, "tt": tt, "label": (st + off, en + off)})
+                f = squad_window(tok, ctx_ids, spans, q_ids, ans["answer_start"],
+                                 ans["answer_start"] + len(ans["text"]), rng, TRAIN_LEN)
+                if f is not None:
+                    feats.append(f)
     return feats
+
+
+def qa_aux_targets(ids, tt, tok, width=11):
+    """Dense per-token targets for the QA auxiliary head, for context tokens only (else -1):
+    [does this piece occur in the question, share of question pieces in the +-5 token window]."""
+    real = (ids != tok.pad) & (ids != tok.sep) & (ids != tok.cls)
+    ctx = (tt == 1) & real
+    q = (tt == 0) & real
+    match = ((ids[:, :, None] == ids[:, None, :]) & q[:, None, :]).any(2) & ctx
+    dens = F.avg_pool1d(match.float()[:, None, :], width, stride=1, padding=width // 2,
+                        count_include_pad=True)[:, 0, :]
+    y = torch.stack([match.float(), dens], 2)
+    y[~ctx] = -1.0
+    return y
+
+
+def train_qa(model, tok, feats_fn, epochs, lr, batch, length, rng, clock, args, name, aux=None, aux_w=0.0):
+    """Span-extraction training; feats_fn(epoch) gives that epoch's features. aux: an optional
+    Linear(hidden, 2) head trained on qa_aux_targets (not exported)."""
+    lengths0 = [len(f["ids"]) for f in feats_fn(-1)]
+    nb = len(common.batches(lengths0, batch * length, random.Random(0), max_batch=batch))
+    total = nb * epochs
+    opt, sched = common.optimizer(model, lr, total, warmup=0.1)
+    if aux is not None:
+        opt.add_param_group({"params": list(aux.parameters()), "weight_decay": 0.0})
+    step = 0
+    for ep in range(epochs):
+        feats = feats_fn(ep)
+        lengths = [len(f["ids"]) for f in feats]
+        model.train()
+        tot, nbat = 0.0, 0
+        for b in common.batches(lengths, batch * length, rng, max_batch=batch):
+            if (args.max_steps and step >= args.max_steps) or step >= total:
+                break
+            ids = common.pad([feats[i]["ids"] for i in b], tok.pad)
+            tt = common.pad([feats[i]["tt"] for i in b], 0)
+            if aux is None:
+                s_lg, e_lg = model(ids, (ids != tok.pad).long(), tt)
+            else:
+                h, _ = model.encoder_model(ids, (ids != tok.pad).long(), tt)
+                lg = model.qa_outputs(h)
+                s_lg, e_lg = lg[..., 0], lg[..., 1]
+            if "soft" in feats[b[0]]:
+                t = s_lg.shape[1]
+                ts = torch.tensor([feats[i]["soft"][0] + [0.0] * (t - len(feats[i]["ids"])) for i in b])
+                te = torch.tensor([feats[i]["soft"][1] + [0.0] * (t - len(feats[i]["ids"])) for i in b])
+                loss = -((ts * F.log_softmax(s_lg, 1)).sum(1) + (te * F.log_softmax(e_lg, 1)).sum(1)).mean() / 2
+            else:
+                ys = torch.tensor([feats[i]["label"][0] for i in b])
+                ye = torch.tensor([feats[i]["label"][1] for i in b])
+                loss = (F.cross_entropy(s_lg, ys) + F.cross_entropy(e_lg, ye)) / 2
+            if aux is not None:
+                ya = qa_aux_targets(ids, tt, tok)
+                keep = ya[..., 0] >= 0
+                pa = aux(h)[keep]
+                loss = loss + aux_w * (F.binary_cross_entropy_with_logits(pa[:, 0], ya[keep][:, 0])
+                                       + 10.0 * F.mse_loss(torch.sigmoid(pa[:, 1]), ya[keep][:, 1]))
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            step += 1
+            nbat += 1
+            tot += loss.item()
+            if step % 50 == 0:
+                common.log("%s step %d/%d loss %.3f (%.1f min)" % (name, step, total, loss.item(),
+                                                                 clock.minutes()))
+        common.log("%s epoch %d/%d train loss %.4f (%.1f min)" % (name, ep + 1, epochs, tot / max(1, nbat),
+                                                                clock.minutes()))
+    return total
 
 
 def squad_normalize(s):
@@ -479,6 +643,52 @@ def squad_score(preds, articles):
     return {"exact_match": 100.0 * em / n, "f1": 100.0 * f1 / n, "questions": n}
 
 
+def distill_features(tok, tr_art, spec, rng, clock):
+    """Knowledge distillation from the feature-based QA teacher (train/qa_teacher.py), fitted on
+    the train articles only. Returns feats_fn(epoch): every epoch places each question's window
+    afresh and gives it soft targets mixing gold and teacher."""
+    dist = spec["distill"]
+    feat = qa_teacher.Featurizer([p["context"] for a in tr_art for p in a["paragraphs"]])
+    exs = qa_teacher.examples(feat, tr_art)
+    teach = qa_teacher.fit(exs, epochs=dist["teacher_epochs"], seed=spec["seed"])
+    common.log("QA teacher fitted on %d train questions (%.1f min)" % (len(exs), clock.minutes()))
+    items = []
+    by_q = {}
+    with torch.no_grad():
+        for x, _, _, p, q, ws in exs:
+            s_t, e_t = teach(x)
+            by_q[q["id"]] = (F.softmax(s_t, 0).tolist(), F.softmax(e_t, 0).tolist())
+    for a in tr_art:
+        for p in a["paragraphs"]:
+            ctx_ids, spans = squad_context_tokens(tok, p["context"])
+            wstarts = [w[1] for w in qa_teacher.words(p["context"])]
+            pw = [bisect.bisect_right(wstarts, sp[0]) - 1 for sp in spans]
+            first = [k == 0 or pw[k - 1] != pw[k] for k in range(len(pw))]
+            last = [k == len(pw) - 1 or pw[k + 1] != pw[k] for k in range(len(pw))]
+            for q in p["qas"]:
+                if q["id"] not in by_q:
+                    continue
+                ans = q["answers"][0]
+                items.append((ctx_ids, spans, pw, first, last, tok.ids(tok.tokenize(q["question"]))[:MAX_Q],
+                              ans["answer_start"], ans["answer_start"] + len(ans["text"]), by_q[q["id"]]))
+    spec["teacher"] = {"questions": len(exs), "epochs": dist["teacher_epochs"], "mix": dist["mix"]}
+    cache = {}
+
+    def feats_fn(ep):
+        if ep not in cache:
+            cache.clear()
+            out = []
+            for ctx_ids, spans, pw, first, last, q_ids, a0, a1, (ps, pe) in items:
+                f = squad_window(tok, ctx_ids, spans, q_ids, a0, a1, rng, TRAIN_LEN)
+                if f is not None:
+                    teacher_targets(f, pw, first, last, ps, pe, dist["mix"])
+                    out.append(f)
+            cache[ep] = out
+        return cache[ep]
+
+    return feats_fn
+
+
 def run_squad(spec, args, clock):
     tok = tokenization.BertTokenizer.from_file(os.path.join(common.WORK, "vocab.txt"))
     mlm, _ = load_mlm("squad")
@@ -488,37 +698,16 @@ def run_squad(spec, args, clock):
     model = hf_models.build(cfg)
     common.log("initialised from MLM; left random: %s" % init_bert(model, mlm))
     rng = random.Random(spec["seed"])
-    feats = squad_train_features(tok, tr_art, rng)
-    common.log("%d train features (windows of <= %d tokens holding the answer)" % (len(feats), TRAIN_LEN))
-    lengths = [len(f["ids"]) for f in feats]
-    max_tokens = spec["batch"] * TRAIN_LEN
-    nb = len(common.batches(lengths, max_tokens, random.Random(0), max_batch=spec["batch"]))
-    total = nb * spec["epochs"]
-    opt, sched = common.optimizer(model, spec["lr"], total, warmup=0.1)
-    step = 0
-    for ep in range(spec["epochs"]):
-        model.train()
-        tot = 0.0
-        for b in common.batches(lengths, max_tokens, rng, max_batch=spec["batch"]):
-            if args.max_steps and step >= args.max_steps:
-                break
-            ids = common.pad([feats[i]["ids"] for i in b], tok.pad)
-            tt = common.pad([feats[i]["tt"] for i in b], 0)
-            s_lg, e_lg = model(ids, (ids != tok.pad).long(), tt)
-            ys = torch.tensor([feats[i]["label"][0] for i in b])
-            ye = torch.tensor([feats[i]["label"][1] for i in b])
-            loss = (F.cross_entropy(s_lg, ys) + F.cross_entropy(e_lg, ye)) / 2
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            sched.step()
-            step += 1
-            tot += loss.item()
-            if step % 50 == 0:
-                common.log("step %d/%d loss %.3f (%.1f min)" % (step, total, loss.item(), clock.minutes()))
-        common.log("epoch %d/%d train loss %.4f (%.1f min)" % (ep + 1, spec["epochs"], tot / max(1, nb),
-                                                               clock.minutes()))
+    aux = torch.nn.Linear(cfg["hidden_size"], 2) if spec.get("qa_aux") else None
+    dist = spec.get("distill")
+    if dist:
+        feats_fn = distill_features(tok, tr_art, spec, rng, clock)
+    else:
+        feats = squad_train_features(tok, tr_art, rng)
+        common.log("%d train features (windows of <= %d tokens holding the answer)" % (len(feats), TRAIN_LEN))
+        feats_fn = lambda ep: feats  # noqa: E731
+    total = train_qa(model, tok, feats_fn, spec["epochs"], spec["lr"], spec["batch"], TRAIN_LEN, rng,
+                     clock, args, "squad", aux, spec.get("qa_aux", 0.0))
     train_minutes = clock.minutes()
     folder = os.path.join(common.MODELS, spec["folder"])
     dtype = common.export(model, cfg, folder, common.bert_tokenizer_files(os.path.join(common.WORK, "vocab.txt")))
@@ -578,6 +767,36 @@ def write_readme(task, spec, result):
         "* Fine-tuning: seed %d, %d epochs, lr %g (AdamW, linear warm-up 10%% then decay), batch %d, %d steps, "
         "%.1f min on one CPU core." % (result["seed"], result["epochs"], result["lr"], result["batch"], result["steps"],
                                       result["finetune_minutes"]),
+    ]
+    if spec.get("qa_aux"):
+        lines += [
+            "* Training adds an auxiliary per-token loss (weight %g; the head is not exported): for each context "
+            "piece, whether it occurs in the question and the share of question pieces within +-5 tokens."
+            % spec["qa_aux"]]
+    if spec.get("match_aux"):
+        lines += [
+            "* Auxiliary per-token loss during fine-tuning (weight %g; the head is not exported): does this piece "
+            "occur in the other segment?" % spec["match_aux"]]
+    if spec.get("teacher") and task == "squad":
+        t = spec["teacher"]
+        lines += [
+            "* Knowledge distillation (train/qa_teacher.py): a feature-based QA teacher (per context word: "
+            "question-word matches, IDF-weighted question overlap in +-2/5/10/20-word windows and in its sentence, "
+            "word shape crossed with the question's wh-word, distance to the nearest match; a small MLP scoring "
+            "starts and ends), fitted on the %d train-article questions for %d epochs. Every fine-tuning epoch "
+            "places each question's window afresh; its start/end targets are %g x gold one-hot + %g x the "
+            "teacher's probabilities (a word's start mass on its first piece, its end mass on its last)."
+            % (t["questions"], t["epochs"], 1 - t["mix"], t["mix"])]
+    elif spec.get("teacher"):
+        t = spec["teacher"]
+        lines += [
+            "* Knowledge distillation (train/teacher.py): a bag-of-words logistic-regression teacher (hypothesis "
+            "words, hypothesis words absent from the premise, overlap, negations, lengths), fitted on the train "
+            "split only (weight decay %g by 5-fold cross-validation on the train split, CV accuracy %.4f). Each "
+            "epoch trains on the gold train pairs plus %d fresh synthetic pairs (train premises with perturbed or "
+            "borrowed train hypotheses) labelled with the teacher's probabilities."
+            % (t["weight_decay"], t["cv_accuracy_train_split"], t["synthetic_per_epoch"])]
+    lines += [
         "* Command (from the repository root, after `train/pretrain_mlm.py`%s):"
         % (" and `train/pretrain_pairs.py`" if ps else ""), "",
         "      " + result["command"], "",
@@ -600,6 +819,8 @@ def main():
     ap.add_argument("--epochs", type=int)
     ap.add_argument("--lr", type=float)
     ap.add_argument("--max-steps", type=int, default=0, help="smoke test: stop after this many steps")
+    ap.add_argument("--mix", type=float, help="squad: teacher share of the soft targets")
+    ap.add_argument("--log-eval", action="store_true", help="log the eval metric after every epoch")
     ap.add_argument("--models-dir", default=common.MODELS, help="where to write the model folder")
     args = ap.parse_args()
     common.MODELS = args.models_dir
@@ -608,6 +829,8 @@ def main():
         spec["epochs"] = args.epochs
     if args.lr:
         spec["lr"] = args.lr
+    if args.mix is not None:
+        spec["distill"] = dict(spec["distill"], mix=args.mix)
     torch.set_num_threads(1)
     clock = common.Clock()
     if args.task == "squad":
@@ -621,6 +844,7 @@ def main():
     result = {"task": args.task, "metrics": m, "weights_dtype": dtype, "seed": spec["seed"],
               "epochs": spec["epochs"], "lr": spec["lr"], "batch": spec["batch"], "steps": steps,
               "finetune_minutes": round(minutes, 2), "folder_bytes": size,
+              "stages": {k: spec[k] for k in ("qa_aux", "match_aux", "teacher") if k in spec},
               "mlm": {"seed": stage1["seed"], "steps": stage1["steps"],
                       "minutes": round(stage1["minutes"], 2), "tokens_seen": stage1["tokens_seen"],
                       "pair_stage": mlm_info.get("stage2")},

@@ -67,8 +67,12 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=2048)
     ap.add_argument("--lr", type=float, default=5e-4)
     ap.add_argument("--max-minutes", type=float, default=14.0)
+    ap.add_argument("--warmup", type=float, default=0.05, help="warm-up fraction of --steps")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--out", default="mlm_bert.pt")
     args = ap.parse_args()
     common.setup(args.seed)
+    torch.set_num_threads(args.threads)
     os.makedirs(common.WORK, exist_ok=True)
     clock = common.Clock()
 
@@ -85,7 +89,7 @@ def main():
     cfg = common.bert_config("BertForMaskedLM", len(vocab))
     cfg["num_labels"] = 2
     model = hf_models.BertForMaskedLM(cfg)
-    opt, sched = common.optimizer(model, args.lr, args.steps, warmup=0.05, betas=(0.9, 0.98))
+    opt, sched = common.optimizer(model, args.lr, args.steps, warmup=args.warmup, betas=(0.9, 0.98))
     gen = torch.Generator().manual_seed(args.seed)
     lengths = [len(e[0]) for e in ex]
     step, epoch, seen, run_loss = 0, 0, 0, []
@@ -114,7 +118,7 @@ def main():
         epoch += 1
     torch.save({"state_dict": model.state_dict(), "cfg": cfg, "steps": step, "seed": args.seed,
                 "minutes": clock.minutes(), "tokens_seen": seen},
-               os.path.join(common.WORK, "mlm_bert.pt"))
+               os.path.join(common.WORK, args.out))
     common.log("done: %d steps, %.1f minutes, last loss %.3f" % (step, clock.minutes(), loss.item()))
 
 
