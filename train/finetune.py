@@ -416,6 +416,14 @@ def squad_context_tokens(tok, context):
     return tok.ids(toks), spans
 
 
+def window_ids(tok, q_ids, ctx_ids, start, end):
+    """[CLS] question [SEP] context[start:end] [SEP], its token types, and the offset that maps a
+    context piece index to its position in the window."""
+    ids = [tok.cls] + q_ids + [tok.sep] + ctx_ids[start:end] + [tok.sep]
+    tt = [0] * (len(q_ids) + 2) + [1] * (end - start + 1)
+    return ids, tt, len(q_ids) + 2 - start
+
+
 def squad_features(tok, articles, training):
     feats = []
     for a in articles:
@@ -425,20 +433,11 @@ def squad_features(tok, articles, training):
                 q_ids = tok.ids(tok.tokenize(q["question"]))[:MAX_Q]
                 room = MAX_LEN - len(q_ids) - 3
                 ans = q["answers"][0]
-                a0 = ans["answer_start"]
-                a1 = a0 + len(ans["text"])
-                st = en = None
-                for i, (s, e) in enumerate(spans):
-                    if st is None and e > a0:
-                        st = i
-                    if s < a1:
-                        en = i
+                st, en = qa_teacher.covering(spans, ans["answer_start"], ans["answer_start"] + len(ans["text"]))
                 start = 0
                 while True:
                     end = min(start + room, len(ctx_ids))
-                    ids = [tok.cls] + q_ids + [tok.sep] + ctx_ids[start:end] + [tok.sep]
-                    tt = [0] * (len(q_ids) + 2) + [1] * (end - start + 1)
-                    off = len(q_ids) + 2 - start
+                    ids, tt, off = window_ids(tok, q_ids, ctx_ids, start, end)
                     f = {"ids": ids, "tt": tt, "qid": q["id"], "ctx_start": start, "ctx_end": end,
                          "off": off, "spans": spans, "context": p["context"]}
                     if training:
@@ -457,21 +456,14 @@ def squad_window(tok, ctx_ids, spans, q_ids, a0, a1, rng, length):
     """A training window of at most `length` tokens holding the answer chars [a0, a1), placed at
     random; None when the answer cannot be located or does not fit."""
     room = length - len(q_ids) - 3
-    st = en = None
-    for i, (s, e) in enumerate(spans):
-        if st is None and e > a0:
-            st = i
-        if s < a1:
-            en = i
+    st, en = qa_teacher.covering(spans, a0, a1)
     if st is None or en is None or en < st or en - st + 1 > room:
         return None
     lo = max(0, en + 1 - room)
     hi = min(st, max(0, len(ctx_ids) - room))
     start = rng.randint(lo, max(lo, hi))
     end = min(start + room, len(ctx_ids))
-    ids = [tok.cls] + q_ids + [tok.sep] + ctx_ids[start:end] + [tok.sep]
-    tt = [0] * (len(q_ids) + 2) + [1] * (end - start + 1)
-    off = len(q_ids) + 2 - start
+    ids, tt, off = window_ids(tok, q_ids, ctx_ids, start, end)
     return {"ids": ids, "tt": tt, "label": (st + off, en + off), "ctx": (start, end), "off": off}
 
 

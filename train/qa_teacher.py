@@ -86,7 +86,7 @@ class Featurizer:
             f.append(sum(self.idf(t) for t in sent_match[sid[i]]) / qidf)
             d = min((abs(i - j) for j in match_pos), default=50)
             f += [float(d == 0), float(d == 1), float(2 <= d <= 3), float(4 <= d <= 8), float(d > 8)]
-            shape = [cap, num, 1.0 - cap - num if cap + num == 0 else 0.0, float(bool(matched[i]))]
+            shape = [cap, num, float(cap + num == 0), float(bool(matched[i]))]
             cross = [0.0] * (len(WH) * len(shape))
             for k, v in enumerate(shape):
                 cross[wt * len(shape) + k] = v
@@ -111,9 +111,10 @@ class QATeacher(nn.Module):
         return lg[:, 0], lg[:, 1]
 
 
-def answer_words(ws, a0, a1):
+def covering(spans, a0, a1):
+    """First and last index of the (start, end) char spans that overlap chars [a0, a1)."""
     st = en = None
-    for i, (_, s, e) in enumerate(ws):
+    for i, (s, e) in enumerate(spans):
         if st is None and e > a0:
             st = i
         if s < a1:
@@ -128,7 +129,8 @@ def examples(feat, articles):
             ws = words(p["context"])
             for q in p["qas"]:
                 an = q["answers"][0]
-                st, en = answer_words(ws, an["answer_start"], an["answer_start"] + len(an["text"]))
+                st, en = covering([(s, e) for _, s, e in ws], an["answer_start"],
+                                  an["answer_start"] + len(an["text"]))
                 if st is None or en is None or en < st:
                     continue
                 out.append((feat.features(p["context"], q["question"], ws), st, en, p, q, ws))
