@@ -2,9 +2,9 @@
  * matmul rate comes to the rate oneDNN reaches on the model's GEMM shapes alone.
  *   bench_fp32 MODEL_DIR [--batch 8] [--seq 128] [--threads 1,2] [--iters N] */
 #include "bert8.h"
-#include "model.h"
-#include "kernels/sgemm.h"
-#include "kernels/attention.h"
+#include "model/model.h"
+#include "kernels/gemm_f32/sgemm.h"
+#include "kernels/attention/attention.h"
 
 #include <omp.h>
 #include <stdio.h>

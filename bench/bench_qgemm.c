@@ -15,8 +15,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "cpu.h"
-#include "kernels/qgemm.h"
+#include "base/cpu.h"
+#include "kernels/gemm_s8/qgemm.h"
 
 #define STATED_PEAK_PER_CORE 468.0 /* GOP/s: 1 zmm vpdpbusd (128 ops) per cycle at 3.66 GHz */
 

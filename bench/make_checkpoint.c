@@ -2,8 +2,8 @@
  * (config.json + model.safetensors with transformers' tensor names), for benchmarks and
  * tests that need a model of a given size, e.g. BERT-base:
  *   make_checkpoint OUT_DIR --arch bert --layers 12 --hidden 768 --heads 12 --inter 3072 */
-#include "common.h"
-#include "safetensors.h"
+#include "base/common.h"
+#include "io/safetensors.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

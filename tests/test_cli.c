@@ -11,7 +11,7 @@
 
 #include "golden.h"
 #include "metrics.h"
-#include "safetensors.h"
+#include "io/safetensors.h"
 #include "testutil.h"
 
 static const char *BIN = BERT8_CLI_PATH;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "cpu.h"
+#include "base/cpu.h"
 
 int tcpu_spawn_with_cap(const char *isa, const char *child_arg);
 

@@ -229,7 +229,7 @@ TEST(quantized_folder_roundtrips) {
 }
 
 /* ---- corrupted quantized folders ---- */
-#include "safetensors.h"
+#include "io/safetensors.h"
 
 typedef enum { CORRUPT_DROP, CORRUPT_ZERO, CORRUPT_NAN, CORRUPT_INF, CORRUPT_SHAPE } corruption;
 

@@ -9,11 +9,11 @@
 #include <omp.h>
 #include <stdlib.h>
 
-#include "cpu.h"
-#include "kernels/qgemm.h"
-#include "kernels/vmath.h"
-#include "kernels/vmath_avx2.h"
-#include "kernels/vmath_avx512.h"
+#include "base/cpu.h"
+#include "kernels/gemm_s8/qgemm.h"
+#include "kernels/vmath/vmath.h"
+#include "kernels/vmath/vmath_avx2.h"
+#include "kernels/vmath/vmath_avx512.h"
 
 int tcpu_spawn_with_cap(const char *isa, const char *child_arg);
 

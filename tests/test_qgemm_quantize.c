@@ -7,8 +7,8 @@
 #include <float.h>
 #include <stdlib.h>
 
-#include "cpu.h"
-#include "kernels/quantize.h"
+#include "base/cpu.h"
+#include "kernels/quantize/quantize.h"
 
 int tcpu_spawn_with_cap(const char *isa, const char *child_arg);
 

@@ -1,9 +1,9 @@
 /* test_rowops.c: the AVX-512 row kernels (masked softmax, LayerNorm, attention) agree
  * bit for bit with their scalar twins, and the twins agree with plain libm maths. */
 #include "testutil.h"
-#include "cpu.h"
-#include "kernels/rowops.h"
-#include "kernels/attention.h"
+#include "base/cpu.h"
+#include "kernels/rowops/rowops.h"
+#include "kernels/attention/attention.h"
 
 #include <float.h>
 #include <stdlib.h>

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "safetensors.h"
+#include "base/common.h"
+#include "io/safetensors.h"
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 

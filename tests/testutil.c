@@ -1,7 +1,7 @@
 /* testutil.c: the harness behind testutil.h. */
 #define _GNU_SOURCE
 #include "testutil.h"
-#include "common.h"
+#include "base/common.h"
 
 #include <stdlib.h>
 #include <unistd.h>

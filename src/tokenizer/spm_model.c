@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tok_internal.h"
+#include "tokenizer/tok_internal.h"
 
 typedef struct pb {
     const uint8_t *p, *end, *start;

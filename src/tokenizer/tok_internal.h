@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 /* ---- Piece trie: byte-wise trie over vocabulary strings ------------------------------ */
 

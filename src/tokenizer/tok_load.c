@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "tok_internal.h"
+#include "tokenizer/tok_internal.h"
 
 b8_tok_options b8_tok_default_options(void) {
     b8_tok_options o;

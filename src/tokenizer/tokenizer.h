@@ -37,7 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common.h"
+#include "base/common.h"
 
 typedef struct b8_tokenizer b8_tokenizer;
 

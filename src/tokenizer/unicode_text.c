@@ -5,7 +5,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#include "tok_internal.h"
+#include "tokenizer/tok_internal.h"
 
 int b8_utf8_put(uint32_t cp, uint8_t *out) {
     if (cp < 0x80) {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tok_internal.h"
+#include "tokenizer/tok_internal.h"
 
 static const uint8_t kSpace[3] = {0xE2, 0x96, 0x81}; /* U+2581, SentencePiece's whitespace */
 

@@ -4,7 +4,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#include "tok_internal.h"
+#include "tokenizer/tok_internal.h"
 
 enum { CH_OTHER = 0, CH_DROP, CH_SPACE, CH_CJK };
 

@@ -1,0 +1,36 @@
+/* config.h: the hyper-parameters of a checkpoint, read from config.json with transformers'
+ * defaults for every absent field. */
+#ifndef BERT8_CONFIG_H
+#define BERT8_CONFIG_H
+
+#include "base/common.h"
+
+typedef enum b8_act_kind { B8_HIDDEN_GELU, B8_HIDDEN_GELU_TANH, B8_HIDDEN_RELU } b8_act_kind;
+
+typedef struct b8_config {
+    bert8_arch arch;
+    char model_type[32];
+    char architecture[96];    /* "architectures"[0] or "" */
+    int64_t vocab_size;
+    int64_t hidden_size;      /* DistilBERT: dim */
+    int64_t num_layers;       /* DistilBERT: n_layers */
+    int64_t num_heads;        /* DistilBERT: n_heads */
+    int64_t intermediate_size;/* DistilBERT: hidden_dim */
+    int64_t max_position_embeddings;
+    int64_t type_vocab_size;  /* 0 for DistilBERT (no token-type table) */
+    int64_t pad_token_id;
+    float layer_norm_eps;
+    b8_act_kind act;
+    char act_name[16];
+    int64_t num_labels;
+    char **labels;            /* [num_labels] id2label names, owned */
+    bool regression;          /* problem_type == "regression" or num_labels == 1 */
+} b8_config;
+
+/* Parses dir/config.json. */
+bert8_status b8_config_load(const char *dir, b8_config *cfg, b8_err *e);
+/* Parses config.json text (path is only for messages). */
+bert8_status b8_config_parse(const char *text, const char *path, b8_config *cfg, b8_err *e);
+void b8_config_free(b8_config *cfg);
+
+#endif

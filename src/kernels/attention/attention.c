@@ -1,0 +1,144 @@
+/* attention.c: fused per-head attention. K is transposed once into scratch so a row of
+ * scores is a sum over d of broadcast(q[i][k]) * Kt[k][:], which vectorises along the keys;
+ * blocks of 4 query rows share each load. Both twins accumulate in ascending k (scores) and
+ * ascending j (context) with fused multiply-adds, so they agree bit for bit. */
+#include "kernels/attention/attention.h"
+#include "base/cpu.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#define RB 4    /* query rows per block */
+#define CW 64   /* columns per pass: 4 vectors of 16 */
+
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+size_t b8_attention_scratch_floats(int64_t T, int64_t d) {
+    int64_t tp = round_up(T, CW);
+    return (size_t)(d * tp + RB * tp);
+}
+
+/* Kt[k][j] = K[j][k], columns past T zero */
+static void transpose_k(const float *k, int64_t ld, int64_t T, int64_t d, float *kt, int64_t tp) {
+    for (int64_t kk = 0; kk < d; kk++) {
+        float *row = kt + kk * tp;
+        for (int64_t j = 0; j < T; j++) row[j] = k[j * ld + kk];
+        for (int64_t j = T; j < tp; j++) row[j] = 0.0f;
+    }
+}
+
+void b8_attention_head__scalar(const float *q, const float *k, const float *v, int64_t ld, int64_t T, int64_t d,
+                               float alpha, const int32_t *mask, b8_mask_mode mode, float *ctx, int64_t ldo,
+                               float *scratch) {
+    const int64_t tp = round_up(T, CW);
+    float *kt = scratch, *s = scratch + d * tp;
+    transpose_k(k, ld, T, d, kt, tp);
+    for (int64_t i = 0; i < T; i++) {
+        for (int64_t j = 0; j < T; j++) {
+            float acc = 0.0f;
+            for (int64_t kk = 0; kk < d; kk++) acc = fmaf(q[i * ld + kk], kt[kk * tp + j], acc);
+            s[j] = acc * alpha;
+        }
+        b8_softmax_rows__scalar(s, 1, T, mask, mode);
+        for (int64_t dd = 0; dd < d; dd++) {
+            float acc = 0.0f;
+            for (int64_t j = 0; j < T; j++) acc = fmaf(s[j], v[j * ld + dd], acc);
+            ctx[i * ldo + dd] = acc;
+        }
+    }
+}
+
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+
+AVX512 static inline __mmask16 lanes_left(int64_t left) {
+    return left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1u);
+}
+
+/* scores of rows [i0, i0+rb) into s (stride tp), scaled by alpha */
+AVX512 static inline __attribute__((always_inline)) void scores_block(const float *q, int64_t ld, int64_t d,
+                                                                      const float *kt, int64_t tp, float alpha,
+                                                                      float *s, int rb) {
+    const __m512 va = _mm512_set1_ps(alpha);
+    for (int64_t c0 = 0; c0 < tp; c0 += CW) {
+        __m512 acc[RB][4];
+        #pragma GCC unroll 4
+        for (int r = 0; r < rb; r++)
+            #pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_ps();
+        for (int64_t kk = 0; kk < d; kk++) {
+            const float *kr = kt + kk * tp + c0;
+            __m512 k0 = _mm512_loadu_ps(kr), k1 = _mm512_loadu_ps(kr + 16), k2 = _mm512_loadu_ps(kr + 32),
+                   k3 = _mm512_loadu_ps(kr + 48);
+            #pragma GCC unroll 4
+            for (int r = 0; r < rb; r++) {
+                __m512 qb = _mm512_set1_ps(q[r * ld + kk]);
+                acc[r][0] = _mm512_fmadd_ps(qb, k0, acc[r][0]);
+                acc[r][1] = _mm512_fmadd_ps(qb, k1, acc[r][1]);
+                acc[r][2] = _mm512_fmadd_ps(qb, k2, acc[r][2]);
+                acc[r][3] = _mm512_fmadd_ps(qb, k3, acc[r][3]);
+            }
+        }
+        #pragma GCC unroll 4
+        for (int r = 0; r < rb; r++)
+            #pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) _mm512_storeu_ps(s + r * tp + c0 + 16 * c, _mm512_mul_ps(acc[r][c], va));
+    }
+}
+
+/* context of rows [i0, i0+rb) from probabilities s (stride tp) */
+AVX512 static inline __attribute__((always_inline)) void context_block(const float *s, int64_t tp, const float *v,
+                                                                       int64_t ld, int64_t T, int64_t d,
+                                                                       float *ctx, int64_t ldo, int rb) {
+    for (int64_t d0 = 0; d0 < d; d0 += CW) {
+        __mmask16 m[4];
+        #pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) m[c] = lanes_left(d - d0 - 16 * c);
+        __m512 acc[RB][4];
+        #pragma GCC unroll 4
+        for (int r = 0; r < rb; r++)
+            #pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_ps();
+        for (int64_t j = 0; j < T; j++) {
+            const float *vr = v + j * ld + d0;
+            __m512 v0 = _mm512_maskz_loadu_ps(m[0], vr), v1 = _mm512_maskz_loadu_ps(m[1], vr + 16),
+                   v2 = _mm512_maskz_loadu_ps(m[2], vr + 32), v3 = _mm512_maskz_loadu_ps(m[3], vr + 48);
+            #pragma GCC unroll 4
+            for (int r = 0; r < rb; r++) {
+                __m512 pb = _mm512_set1_ps(s[r * tp + j]);
+                acc[r][0] = _mm512_fmadd_ps(pb, v0, acc[r][0]);
+                acc[r][1] = _mm512_fmadd_ps(pb, v1, acc[r][1]);
+                acc[r][2] = _mm512_fmadd_ps(pb, v2, acc[r][2]);
+                acc[r][3] = _mm512_fmadd_ps(pb, v3, acc[r][3]);
+            }
+        }
+        #pragma GCC unroll 4
+        for (int r = 0; r < rb; r++)
+            #pragma GCC unroll 4
+            for (int c = 0; c < 4; c++)
+                if (m[c]) _mm512_mask_storeu_ps(ctx + r * ldo + d0 + 16 * c, m[c], acc[r][c]);
+    }
+}
+
+AVX512 void b8_attention_head__avx512(const float *q, const float *k, const float *v, int64_t ld, int64_t T,
+                                      int64_t d, float alpha, const int32_t *mask, b8_mask_mode mode, float *ctx,
+                                      int64_t ldo, float *scratch) {
+    const int64_t tp = round_up(T, CW);
+    float *kt = scratch, *s = scratch + d * tp;
+    transpose_k(k, ld, T, d, kt, tp);
+    int64_t i = 0;
+    for (; i + RB <= T; i += RB) {
+        scores_block(q + i * ld, ld, d, kt, tp, alpha, s, RB);
+        for (int r = 0; r < RB; r++) b8_softmax_rows__avx512(s + r * tp, 1, T, mask, mode);
+        context_block(s, tp, v, ld, T, d, ctx + i * ldo, ldo, RB);
+    }
+    for (; i < T; i++) {
+        scores_block(q + i * ld, ld, d, kt, tp, alpha, s, 1);
+        b8_softmax_rows__avx512(s, 1, T, mask, mode);
+        context_block(s, tp, v, ld, T, d, ctx + i * ldo, ldo, 1);
+    }
+}
+
+b8_attention_fn b8_attention_head_best(void) {
+    return b8_cpu_allows(B8_ISA_AVX512) ? b8_attention_head__avx512 : b8_attention_head__scalar;
+}

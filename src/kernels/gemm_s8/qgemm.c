@@ -1,0 +1,426 @@
+/* qgemm.c: INT8 GEMM front end: the best-first kernel table, the blocking table, weight
+ * packing and kernel choice per shape, and the BLIS-style macro-kernel that drives the
+ * micro-kernels over OpenMP threads (A packed once per call, then M x N blocks in parallel). */
+#include "kernels/gemm_s8/qgemm_impl.h"
+
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Best first: the first entry this CPU allows (and that may be auto-selected) wins. */
+static const b8_qkernel kernels[] = {
+    {.name = "qs8_gemm_8x32c4__avx512vnni",
+     .isa = B8_ISA_AVX512_VNNI,
+     .auto_select = 1,
+     .blis = &b8_qblis_8x32c4__avx512vnni},
+    /* oneDNN's int32 results are exact only with vpdpbusd: below VNNI it multiplies with the
+     * saturating vpmaddubsw. Slower than the kernel above on this layer shape set, so it is
+     * reached only when forced (kept for comparison). */
+    {.name = "onednn",
+     .isa = B8_ISA_AVX512_VNNI,
+     .auto_select = 0,
+     .prepare = b8_qgemm_dnnl_prepare,
+     .release = b8_qgemm_dnnl_release,
+     .run = b8_qgemm_dnnl_run},
+    {.name = "qs8_gemm_6x16c2__avx2",
+     .isa = B8_ISA_AVX2,
+     .auto_select = 1,
+     .blis = &b8_qblis_6x16c2__avx2},
+    {.name = "qs8_gemm_8x32c4__scalar",
+     .isa = B8_ISA_SCALAR,
+     .auto_select = 1,
+     .blis = &b8_qblis_8x32c4__scalar},
+    {.name = "qs8_gemm_6x16c2__scalar",
+     .isa = B8_ISA_SCALAR,
+     .auto_select = 0,
+     .blis = &b8_qblis_6x16c2__scalar},
+    {.name = "qs8_gemm__scalar",
+     .isa = B8_ISA_SCALAR,
+     .auto_select = 0,
+     .prepare = b8_qgemm_oracle_prepare,
+     .run = b8_qgemm_oracle_run},
+};
+#define N_KERNELS ((int)(sizeof kernels / sizeof kernels[0]))
+
+/* Blocking, one row per micro-kernel family (tuned on Zen 4: 32 KiB L1d, 1 MiB L2 per core).
+ * kc_max: K per pass; an MR x kc A micro-panel (8 x 4096 = 32 KiB at most) stays in L1 while
+ * W panels stream. w_block_bytes: the NC x kc slice of W a thread keeps in its L2 across the
+ * row blocks of its unit. mc: rows per unit of parallel work. */
+typedef struct b8_qblocking {
+    const b8_qblis *blis;
+    int mr, nr;
+    int64_t kc_max, mc;
+    size_t w_block_bytes;
+} b8_qblocking;
+
+static const b8_qblocking blocking[] = {
+    {&b8_qblis_8x32c4__avx512vnni, B8_VNNI_MR, B8_VNNI_NR, 4096, 96, 512 * 1024},
+    {&b8_qblis_8x32c4__scalar, B8_VNNI_MR, B8_VNNI_NR, 4096, 96, 512 * 1024},
+    {&b8_qblis_6x16c2__avx2, B8_AVX2_MR, B8_AVX2_NR, 2048, 96, 384 * 1024},
+    {&b8_qblis_6x16c2__scalar, B8_AVX2_MR, B8_AVX2_NR, 2048, 96, 384 * 1024},
+};
+
+static const b8_qblocking *blocking_for(const b8_qblis *b) {
+    for (size_t i = 0; i < sizeof blocking / sizeof blocking[0]; i++)
+        if (blocking[i].blis == b) return &blocking[i];
+    return NULL;
+}
+
+int b8_qgemm_kernel_count(void) { return N_KERNELS; }
+
+const char *b8_qgemm_kernel_name(int i) {
+    return (i >= 0 && i < N_KERNELS) ? kernels[i].name : NULL;
+}
+
+b8_isa b8_qgemm_kernel_isa(int i) {
+    return (i >= 0 && i < N_KERNELS) ? kernels[i].isa : B8_ISA_COUNT;
+}
+
+/* ---- packing and selection ---- */
+
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+static bert8_status pack_blis(b8_qweight *w, const int8_t *src, const b8_qblis *b, b8_err *e) {
+    int64_t N = w->N, K = w->K, nr = b->nr, kq = b->kq;
+    w->Np = round_up(N, nr);
+    w->Kp = round_up(K, kq);
+    size_t bytes;
+    if (!b8_mul_ok((size_t)w->Np, (size_t)w->Kp, &bytes))
+        return b8_fail(e, BERT8_ERR_TOO_LARGE, "packed weights %lld x %lld overflow size_t",
+                       (long long)w->Np, (long long)w->Kp);
+    w->packed = b8_calloc_aligned(bytes, 1);
+    if (!w->packed)
+        return b8_fail(e, BERT8_ERR_NOMEM, "out of memory for %zu packed weight bytes", bytes);
+    w->packed_bytes = bytes;
+    /* [Np/nr][Kp/kq][nr][kq]: one panel of nr columns is contiguous over all of K. */
+    for (int64_t n = 0; n < N; n++) {
+        int8_t *panel = w->packed + (n / nr) * w->Kp * nr;
+        int64_t c = n % nr;
+        const int8_t *row = src + n * K;
+        for (int64_t k = 0; k < K; k++) panel[((k / kq) * nr + c) * kq + k % kq] = row[k];
+    }
+    if (b->shift128) {
+        w->comp = b8_calloc_aligned((size_t)w->Np, sizeof(int32_t));
+        if (!w->comp) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory for compensation");
+        for (int64_t n = 0; n < N; n++) {
+            int32_t s = 0;
+            for (int64_t k = 0; k < K; k++) s += src[n * K + k];
+            w->comp[n] = 128 * s;
+        }
+    }
+    return BERT8_OK;
+}
+
+static const b8_qkernel *find_kernel(const char *name) {
+    for (int i = 0; i < N_KERNELS; i++)
+        if (strcasecmp(kernels[i].name, name) == 0) return &kernels[i];
+    return NULL;
+}
+
+static bert8_status choose_kernel(const char *force, int64_t N, int64_t K,
+                                  const b8_qkernel **out, b8_err *e) {
+    const b8_cpu *cpu = b8_cpu_get();
+    const char *why = "forced by the caller";
+    if (!force) {
+        const char *env = getenv("BERT8_QGEMM_KERNEL");
+        if (env && env[0]) {
+            force = env;
+            why = "forced by BERT8_QGEMM_KERNEL";
+        }
+    }
+    if (force) {
+        const b8_qkernel *k = find_kernel(force);
+        if (!k) {
+            char names[512] = "";
+            for (int i = 0; i < N_KERNELS; i++) {
+                strncat(names, i ? ", " : "", sizeof names - strlen(names) - 1);
+                strncat(names, kernels[i].name, sizeof names - strlen(names) - 1);
+            }
+            return b8_fail(e, BERT8_ERR_INVALID_ARG, "unknown INT8 GEMM kernel '%s' (known: %s)",
+                           force, names);
+        }
+        if (cpu->level < k->isa)
+            return b8_fail(e, BERT8_ERR_UNSUPPORTED,
+                           "INT8 GEMM kernel %s needs %s, but this CPU allows %s%s", k->name,
+                           b8_isa_name(k->isa), b8_isa_name(cpu->level),
+                           cpu->level < cpu->hw_level ? " (capped by BERT8_MAX_ISA)" : "");
+        b8_cpu_log("qgemm N=%lld K=%lld: %s (%s)", (long long)N, (long long)K, k->name, why);
+        *out = k;
+        return BERT8_OK;
+    }
+    char skipped[768] = "";
+    for (int i = 0; i < N_KERNELS; i++) {
+        const b8_qkernel *k = &kernels[i];
+        const char *reason = NULL;
+        if (!k->auto_select) reason = "only when forced";
+        else if (cpu->level < k->isa) reason = b8_isa_name(k->isa);
+        if (!reason) {
+            b8_cpu_log("qgemm N=%lld K=%lld: %s (best the CPU allows at level %s%s%s)",
+                       (long long)N, (long long)K, k->name, b8_isa_name(cpu->level),
+                       skipped[0] ? "; skipped: " : "", skipped);
+            *out = k;
+            return BERT8_OK;
+        }
+        size_t len = strlen(skipped);
+        snprintf(skipped + len, sizeof skipped - len, "%s%s [%s%s]", len ? ", " : "", k->name,
+                 k->auto_select ? "needs " : "", reason);
+    }
+    return b8_fail(e, BERT8_ERR_INTERNAL, "no INT8 GEMM kernel accepts N=%lld K=%lld",
+                   (long long)N, (long long)K);
+}
+
+bert8_status b8_qweight_pack(const int8_t *w, int64_t N, int64_t K, const float *w_scale,
+                             const char *force_kernel, b8_qweight **out, b8_err *e) {
+    if (!out) return b8_fail(e, BERT8_ERR_INVALID_ARG, "b8_qweight_pack: out is NULL");
+    *out = NULL;
+    if (!w || !w_scale)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "b8_qweight_pack: %s is NULL",
+                       !w ? "weights" : "w_scale");
+    if (N < 1 || K < 1)
+        return b8_fail(e, BERT8_ERR_SHAPE, "b8_qweight_pack: shape N=%lld K=%lld is empty",
+                       (long long)N, (long long)K);
+    /* 65536 * 255 * 128 < 2^31: the u8 x s8 accumulators of every kernel cannot overflow. */
+    if (K > 65536)
+        return b8_fail(e, BERT8_ERR_UNSUPPORTED,
+                       "b8_qweight_pack: K=%lld exceeds 65536 (int32 accumulators could "
+                       "overflow)",
+                       (long long)K);
+    size_t nk;
+    if (!b8_mul_ok((size_t)N, (size_t)K, &nk))
+        return b8_fail(e, BERT8_ERR_TOO_LARGE, "b8_qweight_pack: N=%lld x K=%lld overflows",
+                       (long long)N, (long long)K);
+    bert8_status st = b8_cpu_check_env(e);
+    if (st != BERT8_OK) return st;
+    const b8_qkernel *k;
+    st = choose_kernel(force_kernel, N, K, &k, e);
+    if (st != BERT8_OK) return st;
+
+    b8_qweight *q = calloc(1, sizeof *q);
+    if (!q) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory for packed weights");
+    q->kernel = k;
+    q->N = q->Np = N;
+    q->K = q->Kp = K;
+    if (k->blis) st = pack_blis(q, w, k->blis, e);
+    else st = k->prepare(q, w, e);
+    if (st == BERT8_OK) {
+        q->w_scale = b8_calloc_aligned((size_t)q->Np, sizeof(float));
+        if (!q->w_scale) st = b8_fail(e, BERT8_ERR_NOMEM, "out of memory for weight scales");
+        else memcpy(q->w_scale, w_scale, (size_t)N * sizeof(float));
+    }
+    if (st != BERT8_OK) {
+        b8_qweight_free(q);
+        return st;
+    }
+    *out = q;
+    return BERT8_OK;
+}
+
+void b8_qweight_free(b8_qweight *w) {
+    if (!w) return;
+    if (w->kernel && w->kernel->release) w->kernel->release(w);
+    b8_free_aligned(w->packed);
+    b8_free_aligned(w->comp);
+    b8_free_aligned(w->w_scale);
+    free(w);
+}
+
+const char *b8_qweight_kernel_name(const b8_qweight *w) { return w ? w->kernel->name : NULL; }
+int64_t b8_qweight_n(const b8_qweight *w) { return w ? w->N : 0; }
+int64_t b8_qweight_k(const b8_qweight *w) { return w ? w->K : 0; }
+
+size_t b8_qweight_bytes(const b8_qweight *w) {
+    if (!w) return 0;
+    return sizeof *w + w->packed_bytes + (size_t)w->Np * sizeof(float) +
+           (w->comp ? (size_t)w->Np * sizeof(int32_t) : 0);
+}
+
+/* ---- the macro-kernel ---- */
+
+typedef struct run_plan {
+    const b8_qblis *b;
+    const b8_qweight *w;
+    const int8_t *A;
+    int64_t lda, M;
+    const b8_qepilogue *ep; /* NULL: raw int32 into C */
+    b8_qepilogue_fn epilogue;
+    b8_qfused_fn fused;     /* full-height single-pass tiles, or NULL */
+    int32_t *C;
+    int64_t ldc;
+    uint8_t *apack;      /* ceil(M/mr) micro-panels of mr x Kp */
+    size_t panel_bytes;
+    int64_t kc, npc;     /* K per pass (multiple of kq), passes */
+    int64_t mc, nc, mb, nb;
+    size_t scratch_bytes; /* per thread: one tile, plus mc x nc partial sums when npc > 1 */
+} run_plan;
+
+static void run_unit(const run_plan *p, int64_t mi, int64_t ni, int32_t *scratch) {
+    const b8_qblis *b = p->b;
+    const b8_qweight *w = p->w;
+    int mr = b->mr, nr = b->nr, kq = b->kq;
+    int64_t m0 = mi * p->mc, m1 = m0 + p->mc < p->M ? m0 + p->mc : p->M;
+    int64_t n0 = ni * p->nc, n1 = n0 + p->nc < w->Np ? n0 + p->nc : w->Np;
+    int32_t *tile = scratch, *cbuf = scratch + mr * nr;
+    for (int64_t pc = 0; pc < p->npc; pc++) {
+        int64_t k0 = pc * p->kc;
+        int64_t kcur = w->Kp - k0 < p->kc ? w->Kp - k0 : p->kc;
+        int last = pc == p->npc - 1;
+        for (int64_t ir = m0; ir < m1; ir += mr) {
+            int rows = (int)(m1 - ir < mr ? m1 - ir : mr);
+            const uint8_t *a = p->apack + (size_t)(ir / mr) * p->panel_bytes +
+                               (size_t)(k0 / kq) * (size_t)(mr * kq * b->a_bytes);
+            for (int64_t jr = n0; jr < n1; jr += nr) {
+                const int8_t *wp = w->packed + (jr / nr) * w->Kp * nr + k0 * nr;
+                int cols = (int)(w->N - jr < nr ? w->N - jr : nr);
+                if (p->fused && p->npc == 1 && rows == mr) {
+                    b8_qtile t = {ir, jr, cols, w->comp, w->w_scale, p->ep};
+                    p->fused((size_t)(kcur / kq), a, wp, &t);
+                    continue;
+                }
+                int32_t *c = tile;
+                size_t ldt = (size_t)nr;
+                if (p->npc > 1) {
+                    c = cbuf + (ir - m0) * p->nc + (jr - n0);
+                    ldt = (size_t)p->nc;
+                }
+                b->ukr[rows]((size_t)(kcur / kq), a, wp, c, ldt, pc > 0);
+                if (!last) continue;
+                if (p->ep) p->epilogue(c, ldt, rows, cols, ir, jr, w->comp, w->w_scale, p->ep);
+                else
+                    b->store_s32(c, ldt, rows, cols, w->comp ? w->comp + jr : NULL,
+                                 p->C + ir * p->ldc + jr, p->ldc);
+            }
+        }
+    }
+}
+
+/* Work below this many multiply-adds runs on one thread: a fork/join costs more. */
+#define B8_QGEMM_SERIAL_MACS (1 << 22)
+
+static bert8_status run_blis(const int8_t *A, int64_t lda, int64_t M, const b8_qweight *w,
+                             const b8_qepilogue *ep, int32_t *C, int64_t ldc, b8_err *e) {
+    const b8_qblis *b = w->kernel->blis;
+    const b8_qblocking *bl = blocking_for(b);
+    if (!bl || bl->mr != b->mr || bl->nr != b->nr || bl->mc % b->mr)
+        return b8_fail(e, BERT8_ERR_INTERNAL, "blocking table does not fit kernel %s",
+                       w->kernel->name);
+    run_plan p = {.b = b, .w = w, .A = A, .lda = lda, .M = M, .ep = ep, .C = C, .ldc = ldc};
+    if (ep) {
+        p.epilogue = b->pick_epilogue(ep);
+        if (b->pick_fused) p.fused = b->pick_fused(ep);
+    }
+    int mr = b->mr, nr = b->nr, kq = b->kq;
+
+    p.npc = (w->Kp + bl->kc_max - 1) / bl->kc_max;
+    p.kc = round_up((w->Kp + p.npc - 1) / p.npc, kq);
+    p.npc = (w->Kp + p.kc - 1) / p.kc;
+
+    int nt = omp_get_max_threads();
+    if ((double)M * (double)w->N * (double)w->K < (double)B8_QGEMM_SERIAL_MACS) nt = 1;
+    int64_t panels_n = w->Np / nr;
+    int64_t nc = (int64_t)(bl->w_block_bytes / (size_t)p.kc) / nr * nr;
+    if (nc < nr) nc = nr;
+    int64_t nb = (w->Np + nc - 1) / nc;
+    int64_t mc = bl->mc;
+    int64_t mb = (M + mc - 1) / mc;
+    /* Enough units for every thread: first split N finer, then M. */
+    while (mb * nb < nt && nb < panels_n) nb++;
+    if (mb * nb < nt) {
+        int64_t want_mb = (nt + nb - 1) / nb;
+        mc = round_up((M + want_mb - 1) / want_mb, mr);
+        mb = (M + mc - 1) / mc;
+    }
+    p.nc = round_up((w->Np + nb - 1) / nb, nr);
+    p.nb = (w->Np + p.nc - 1) / p.nc;
+    p.mc = mc;
+    p.mb = mb;
+
+    int64_t panels_m = (M + mr - 1) / mr;
+    size_t apack_bytes;
+    p.panel_bytes = (size_t)mr * (size_t)w->Kp * (size_t)b->a_bytes;
+    if (!b8_mul_ok((size_t)panels_m, p.panel_bytes, &apack_bytes))
+        return b8_fail(e, BERT8_ERR_TOO_LARGE, "packed activations M=%lld x K=%lld overflow",
+                       (long long)M, (long long)w->K);
+    size_t tile_bytes = (size_t)mr * (size_t)nr * sizeof(int32_t);
+    size_t cbuf_bytes = p.npc > 1 ? (size_t)p.mc * (size_t)p.nc * sizeof(int32_t) : 0;
+    p.scratch_bytes = (tile_bytes + cbuf_bytes + 63) & ~(size_t)63;
+    size_t scratch_total;
+    if (!b8_mul_ok(p.scratch_bytes, (size_t)nt, &scratch_total) ||
+        !b8_add_ok(scratch_total, apack_bytes, &scratch_total))
+        return b8_fail(e, BERT8_ERR_TOO_LARGE, "INT8 GEMM scratch size overflows");
+    uint8_t *mem = b8_malloc_aligned(scratch_total);
+    if (!mem)
+        return b8_fail(e, BERT8_ERR_NOMEM, "out of memory for %zu bytes of INT8 GEMM scratch",
+                       scratch_total);
+    p.apack = mem + p.scratch_bytes * (size_t)nt;
+
+    int64_t units = p.mb * p.nb;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        int32_t *scratch = (int32_t *)(mem + p.scratch_bytes * (size_t)omp_get_thread_num());
+#pragma omp for schedule(dynamic, 4)
+        for (int64_t i = 0; i < panels_m; i++) {
+            int rows = (int)(M - i * mr < mr ? M - i * mr : mr);
+            b->pack_a(A + i * mr * lda, lda, rows, 0, w->K, p.apack + (size_t)i * p.panel_bytes);
+        }
+        /* N-major order: threads move through the W blocks together, each keeping the current
+         * block in its own L2. Dynamic, so a thread that loses its core to another process
+         * does not hold up the call. */
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t u = 0; u < units; u++) run_unit(&p, u % p.mb, u / p.mb, scratch);
+    }
+    b8_free_aligned(mem);
+    return BERT8_OK;
+}
+
+static bert8_status check_call(const int8_t *A, int64_t lda, int64_t M, const b8_qweight *W,
+                               b8_err *e) {
+    if (!W) return b8_fail(e, BERT8_ERR_INVALID_ARG, "qgemm: weights are NULL");
+    if (M < 0) return b8_fail(e, BERT8_ERR_INVALID_ARG, "qgemm: M=%lld < 0", (long long)M);
+    if (M > 0 && !A) return b8_fail(e, BERT8_ERR_INVALID_ARG, "qgemm: A is NULL");
+    if (lda < W->K)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "qgemm: lda=%lld < K=%lld", (long long)lda,
+                       (long long)W->K);
+    size_t span;
+    if (!b8_mul_ok((size_t)M, (size_t)lda, &span))
+        return b8_fail(e, BERT8_ERR_TOO_LARGE, "qgemm: M=%lld x lda=%lld overflows",
+                       (long long)M, (long long)lda);
+    return BERT8_OK;
+}
+
+bert8_status b8_qgemm(const int8_t *A, int64_t lda, int64_t M, const b8_qweight *W,
+                      const b8_qepilogue *ep, b8_err *e) {
+    bert8_status st = check_call(A, lda, M, W, e);
+    if (st != BERT8_OK) return st;
+    if (!ep || !ep->a_scale)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "qgemm: %s is NULL",
+                       !ep ? "epilogue" : "epilogue a_scale");
+    if (!ep->out_f32 == !ep->out_s8)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG,
+                       "qgemm: set exactly one of epilogue out_f32 and out_s8");
+    if (ep->out_s8 && !ep->out_mul)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "qgemm: out_s8 needs out_mul");
+    if (ep->ldc < W->N || (ep->residual && ep->ld_res < W->N))
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "qgemm: %s=%lld < N=%lld",
+                       ep->ldc < W->N ? "ldc" : "ld_res",
+                       (long long)(ep->ldc < W->N ? ep->ldc : ep->ld_res), (long long)W->N);
+    if ((unsigned)ep->act > B8_ACT_RELU)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "qgemm: unknown activation %d", (int)ep->act);
+    if (M == 0) return BERT8_OK;
+    if (W->kernel->blis) return run_blis(A, lda, M, W, ep, NULL, 0, e);
+    return W->kernel->run(A, lda, M, W, ep, NULL, 0, e);
+}
+
+bert8_status b8_qgemm_s32(const int8_t *A, int64_t lda, int64_t M, const b8_qweight *W,
+                          int32_t *C, int64_t ldc, b8_err *e) {
+    bert8_status st = check_call(A, lda, M, W, e);
+    if (st != BERT8_OK) return st;
+    if (M > 0 && !C) return b8_fail(e, BERT8_ERR_INVALID_ARG, "qgemm_s32: C is NULL");
+    if (ldc < W->N)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "qgemm_s32: ldc=%lld < N=%lld",
+                       (long long)ldc, (long long)W->N);
+    if (M == 0) return BERT8_OK;
+    if (W->kernel->blis) return run_blis(A, lda, M, W, NULL, C, ldc, e);
+    return W->kernel->run(A, lda, M, W, NULL, C, ldc, e);
+}

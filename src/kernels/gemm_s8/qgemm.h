@@ -1,0 +1,77 @@
+/* qgemm.h: the INT8 matrix product of bert8's quantized Linear layers (W8A8, SmoothQuant).
+ *
+ *   acc[m][n] = sum_k A[m][k] * W[n][k]            int8 x int8 -> int32, exact
+ *   y         = fma(a_scale[m or 0] * w_scale[n], (float)acc[m][n], bias[n] or 0)
+ *   y         = act(y)                             none, GELU (erf), GELU (tanh), ReLU
+ *   y         = y + residual[m][n]                 optional, fp32
+ *   out       = y (fp32)   or   sat127(rne(y * out_mul[n])) (int8 in [-127, 127])
+ *
+ * W is [N][K] (out x in, PyTorch layout), int8 symmetric per output channel (w_scale[n]);
+ * A is int8, per tensor (one a_scale, static calibration) or per row (a_scale[m], dynamic).
+ * The weights are packed once by b8_qweight_pack into the layout of the kernel chosen for
+ * their shape; b8_qgemm then runs on the process-wide OpenMP pool.
+ *
+ * Every kernel of bert8's own gives bit-identical int32 accumulators and bit-identical fused
+ * outputs (same float operation order, see kernels/vmath.h). The oneDNN backend ("onednn",
+ * only when forced by name) gives identical int32 results while |sum| < 2^24 (it passes them
+ * through fp32) and fp32/int8 outputs within a few ulp (its own bias and GELU order).
+ *
+ * Thread safety: a packed b8_qweight is read-only and may be used by any number of threads at
+ * once (the oneDNN backend guards its primitive cache with a mutex). */
+#ifndef BERT8_QGEMM_H
+#define BERT8_QGEMM_H
+
+#include "base/common.h"
+#include "base/cpu.h"
+
+/* Packed weights for one Linear layer, plus the kernel chosen for them. */
+typedef struct b8_qweight b8_qweight;
+
+typedef enum b8_act {
+    B8_ACT_NONE,
+    B8_ACT_GELU,      /* 0.5 x (1 + erf(x / sqrt 2)) */
+    B8_ACT_GELU_TANH, /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+    B8_ACT_RELU
+} b8_act;
+
+typedef struct b8_qepilogue {
+    const float *a_scale; /* activation scale: 1 value, or M values when a_scale_per_row */
+    int a_scale_per_row;
+    const float *bias;    /* [N] or NULL */
+    b8_act act;
+    const float *residual; /* [M][ld_res] added after the activation, or NULL; may equal out_f32 */
+    int64_t ld_res;
+    float *out_f32;       /* exactly one of out_f32 / out_s8, both with row stride ldc */
+    int64_t ldc;
+    int8_t *out_s8;
+    const float *out_mul; /* [N] requantization multipliers, required with out_s8 */
+} b8_qepilogue;
+
+/* Packs W [N][K] (row-major, contiguous) and copies w_scale [N]. force_kernel: NULL selects
+ * the best kernel this CPU and BERT8_MAX_ISA allow (BERT8_QGEMM_KERNEL=<name> in the
+ * environment forces one for every layer); otherwise a name from b8_qgemm_kernel_name(),
+ * refused with BERT8_ERR_UNSUPPORTED when the CPU (or the cap) cannot run it. With
+ * BERT8_VERBOSE=1 the choice and the reason are printed. K is limited to 65536 so that int32
+ * accumulators cannot overflow. */
+bert8_status b8_qweight_pack(const int8_t *w, int64_t N, int64_t K, const float *w_scale,
+                             const char *force_kernel, b8_qweight **out, b8_err *e);
+void b8_qweight_free(b8_qweight *w); /* NULL is a no-op */
+const char *b8_qweight_kernel_name(const b8_qweight *w);
+int64_t b8_qweight_n(const b8_qweight *w);
+int64_t b8_qweight_k(const b8_qweight *w);
+size_t b8_qweight_bytes(const b8_qweight *w); /* memory held by the packed weights */
+
+/* out = epilogue(A [M][lda] x W^T). M may be 0. */
+bert8_status b8_qgemm(const int8_t *A, int64_t lda, int64_t M, const b8_qweight *W,
+                      const b8_qepilogue *ep, b8_err *e);
+
+/* The raw accumulators, for tests: C[m*ldc + n] = sum_k A[m][k] * W[n][k]. */
+bert8_status b8_qgemm_s32(const int8_t *A, int64_t lda, int64_t M, const b8_qweight *W,
+                          int32_t *C, int64_t ldc, b8_err *e);
+
+/* The kernel registry, best first (for tests, the benchmark and verbose output). */
+int b8_qgemm_kernel_count(void);
+const char *b8_qgemm_kernel_name(int i); /* NULL when out of range */
+b8_isa b8_qgemm_kernel_isa(int i);       /* the level a kernel needs */
+
+#endif

@@ -1,0 +1,115 @@
+/* quantize.c: the scalar twins of the activation quantizers (the oracle for the SIMD ones) and
+ * the dispatching, row-parallel entry points. */
+#include "kernels/quantize/quantize.h"
+
+#include <math.h>
+#include <omp.h>
+
+#include "base/cpu.h"
+
+#define LANES B8_QUANT_LANES
+
+static inline int8_t q8(float v) {
+    v = v > -127.0f ? v : -127.0f; /* NaN -> -127, as maxps */
+    v = v < 127.0f ? v : 127.0f;
+    return (int8_t)(int32_t)rintf(v);
+}
+
+void b8_quantize_static__scalar(const float *x, int64_t ldx, int64_t rows, int64_t n,
+                                const float *mul, float inv_scale, int8_t *q, int64_t ldq) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < n; j++) {
+            float v = x[r * ldx + j];
+            if (mul) v = v * mul[j];
+            q[r * ldq + j] = q8(v * inv_scale);
+        }
+}
+
+void b8_quantize_dynamic__scalar(const float *x, int64_t ldx, int64_t rows, int64_t n,
+                                 const float *mul, int8_t *q, int64_t ldq, float *row_scale) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * ldx;
+        float amax = 0.0f;
+        for (int64_t j = 0; j < n; j++) {
+            float v = fabsf(mul ? xr[j] * mul[j] : xr[j]);
+            amax = v > amax ? v : amax;
+        }
+        float s = amax > 0.0f ? amax / 127.0f : 1.0f, inv = 1.0f / s;
+        row_scale[r] = s;
+        for (int64_t j = 0; j < n; j++) {
+            float v = mul ? xr[j] * mul[j] : xr[j];
+            q[r * ldq + j] = q8(v * inv);
+        }
+    }
+}
+
+/* Mean and rstd in the shared order: lane j % 16, a lane past the row end adds 0 (as the
+ * masked SIMD loads do), lanes summed 0..15. */
+static void ln_stats(const float *xr, int64_t n, float eps, float *mean_out, float *rstd_out) {
+    float acc[LANES] = {0};
+    for (int64_t j0 = 0; j0 < n; j0 += LANES)
+        for (int l = 0; l < LANES; l++) acc[l] += j0 + l < n ? xr[j0 + l] : 0.0f;
+    float sum = acc[0];
+    for (int l = 1; l < LANES; l++) sum += acc[l];
+    float mean = sum / (float)n;
+    float acc2[LANES] = {0};
+    for (int64_t j0 = 0; j0 < n; j0 += LANES)
+        for (int l = 0; l < LANES; l++) {
+            float d = j0 + l < n ? xr[j0 + l] - mean : 0.0f;
+            acc2[l] = fmaf(d, d, acc2[l]);
+        }
+    float var = acc2[0];
+    for (int l = 1; l < LANES; l++) var += acc2[l];
+    *mean_out = mean;
+    *rstd_out = 1.0f / sqrtf(var / (float)n + eps);
+}
+
+void b8_layernorm_quantize__scalar(const float *x, int64_t ldx, int64_t rows, int64_t n,
+                                   const b8_ln_quant *p, int8_t *q, int64_t ldq) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * ldx;
+        float mean, rstd;
+        ln_stats(xr, n, p->eps, &mean, &rstd);
+        for (int64_t j = 0; j < n; j++) {
+            float d = (xr[j] - mean) * rstd;
+            q[r * ldq + j] = q8(fmaf(d, p->qg[j], p->qb[j]));
+            if (p->y) p->y[r * p->ldy + j] = fmaf(d, p->g[j], p->b[j]);
+        }
+    }
+}
+
+/* ---- dispatch ---- */
+
+/* Rows below this many elements in total run on the calling thread. */
+#define PAR_ELEMS (1 << 16)
+
+void b8_quantize_static(const float *x, int64_t ldx, int64_t rows, int64_t n, const float *mul,
+                        float inv_scale, int8_t *q, int64_t ldq) {
+    b8_quantize_static_fn f = b8_cpu_allows(B8_ISA_AVX512) ? b8_quantize_static__avx512
+                              : b8_cpu_allows(B8_ISA_AVX2) ? b8_quantize_static__avx2
+                                                           : b8_quantize_static__scalar;
+#pragma omp parallel for schedule(static) if (rows * n >= PAR_ELEMS)
+    for (int64_t r = 0; r < rows; r++) f(x + r * ldx, ldx, 1, n, mul, inv_scale, q + r * ldq, ldq);
+}
+
+void b8_quantize_dynamic(const float *x, int64_t ldx, int64_t rows, int64_t n, const float *mul,
+                         int8_t *q, int64_t ldq, float *row_scale) {
+    b8_quantize_dynamic_fn f = b8_cpu_allows(B8_ISA_AVX512) ? b8_quantize_dynamic__avx512
+                               : b8_cpu_allows(B8_ISA_AVX2) ? b8_quantize_dynamic__avx2
+                                                            : b8_quantize_dynamic__scalar;
+#pragma omp parallel for schedule(static) if (rows * n >= PAR_ELEMS)
+    for (int64_t r = 0; r < rows; r++) f(x + r * ldx, ldx, 1, n, mul, q + r * ldq, ldq, row_scale + r);
+}
+
+void b8_layernorm_quantize(const float *x, int64_t ldx, int64_t rows, int64_t n,
+                           const b8_ln_quant *p, int8_t *q, int64_t ldq) {
+    b8_layernorm_quantize_fn f = b8_cpu_allows(B8_ISA_AVX512) ? b8_layernorm_quantize__avx512
+                                 : b8_cpu_allows(B8_ISA_AVX2) ? b8_layernorm_quantize__avx2
+                                                              : b8_layernorm_quantize__scalar;
+#pragma omp parallel for schedule(static) if (rows * n >= PAR_ELEMS)
+    for (int64_t r = 0; r < rows; r++) {
+        b8_ln_quant pr = *p;
+        if (pr.y) pr.y += r * pr.ldy;
+        f(x + r * ldx, ldx, 1, n, &pr, q + r * ldq, ldq);
+    }
+}

@@ -1,0 +1,64 @@
+/* quantize.h: fp32 -> int8 activation quantizers of the INT8 path (SmoothQuant), each with
+ * AVX-512, AVX2 and scalar twins that give bit-identical results.
+ *
+ * Every int8 value is q = rne(clamp(v, -127, 127)): symmetric range [-127, 127], round half
+ * to even, NaN -> -127 (x86 max/min semantics, the same in every twin).
+ *
+ *   static:  v = x[j] * mul[j] (mul NULL: v = x[j]), then v * inv_scale     one scale
+ *   dynamic: v = x[j] * mul[j] (or x[j]); s = max_j |v| / 127 (1 when the row is all zero);
+ *            q = rne(clamp(v * (1 / s))); row_scale[r] = s                     per row
+ *   LayerNorm -> int8 (static): mean and variance in float by two passes (16 lane sums, lane
+ *            j % 16, lanes added 0..15 in order), rstd = 1 / sqrt(var + eps),
+ *            d = (x - mean) * rstd; q = rne(clamp(fma(d, qg[j], qb[j]))), where qg/qb already
+ *            fold 1/(smooth * scale); optionally also y = fma(d, g[j], b[j]) in fp32 (the
+ *            residual path).
+ *
+ * mul folds SmoothQuant's 1/s per channel (and may also fold 1/scale, with inv_scale = 1).
+ * The public entry points pick the best twin the CPU (and BERT8_MAX_ISA) allows and split rows
+ * over the OpenMP pool. Rows have strides (ldx, ldq, ldy) in elements. */
+#ifndef BERT8_QUANTIZE_H
+#define BERT8_QUANTIZE_H
+
+#include "base/common.h"
+
+typedef struct b8_ln_quant {
+    const float *qg, *qb; /* [n] gamma and beta with 1/(smooth * scale) folded in */
+    const float *g, *b;   /* [n] plain gamma and beta for the fp32 output, or NULL */
+    float *y;             /* fp32 LayerNorm output [rows][ldy], or NULL (needs g and b) */
+    int64_t ldy;
+    float eps;
+} b8_ln_quant;
+
+void b8_quantize_static(const float *x, int64_t ldx, int64_t rows, int64_t n, const float *mul,
+                        float inv_scale, int8_t *q, int64_t ldq);
+void b8_quantize_dynamic(const float *x, int64_t ldx, int64_t rows, int64_t n, const float *mul,
+                         int8_t *q, int64_t ldq, float *row_scale);
+void b8_layernorm_quantize(const float *x, int64_t ldx, int64_t rows, int64_t n,
+                           const b8_ln_quant *p, int8_t *q, int64_t ldq);
+
+/* The twins, one row range each, for tests and for callers that do their own threading. */
+typedef void (*b8_quantize_static_fn)(const float *x, int64_t ldx, int64_t rows, int64_t n,
+                                      const float *mul, float inv_scale, int8_t *q, int64_t ldq);
+typedef void (*b8_quantize_dynamic_fn)(const float *x, int64_t ldx, int64_t rows, int64_t n,
+                                       const float *mul, int8_t *q, int64_t ldq,
+                                       float *row_scale);
+typedef void (*b8_layernorm_quantize_fn)(const float *x, int64_t ldx, int64_t rows, int64_t n,
+                                         const b8_ln_quant *p, int8_t *q, int64_t ldq);
+
+#define B8_QUANT_TWINS(isa)                                                                    \
+    void b8_quantize_static__##isa(const float *x, int64_t ldx, int64_t rows, int64_t n,      \
+                                   const float *mul, float inv_scale, int8_t *q, int64_t ldq); \
+    void b8_quantize_dynamic__##isa(const float *x, int64_t ldx, int64_t rows, int64_t n,     \
+                                    const float *mul, int8_t *q, int64_t ldq,                 \
+                                    float *row_scale);                                        \
+    void b8_layernorm_quantize__##isa(const float *x, int64_t ldx, int64_t rows, int64_t n,   \
+                                      const b8_ln_quant *p, int8_t *q, int64_t ldq);
+B8_QUANT_TWINS(scalar)
+B8_QUANT_TWINS(avx2)
+B8_QUANT_TWINS(avx512)
+#undef B8_QUANT_TWINS
+
+/* Lane count of the shared summation order. */
+#define B8_QUANT_LANES 16
+
+#endif

@@ -1,0 +1,206 @@
+/* rowops.c: masked softmax and LayerNorm rows, AVX-512 and scalar twins.
+ *
+ * Both twins follow one order of floating-point operations: 16 lane accumulators (lane j%16),
+ * reduced lane 0..15 in sequence, explicit fused multiply-adds where the SIMD code uses them.
+ * So the scalar twin is an exact oracle for the SIMD one. */
+#include "kernels/rowops/rowops.h"
+#include "base/cpu.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <immintrin.h>
+
+#define LANES 16
+#define MIN_NEG (-FLT_MAX)
+
+/* exp(x) = 2^n * p(r), r = x - n ln2, Cephes-style minimax polynomial. */
+static const float EXP_HI = 88.3762626647949f, EXP_LO = -87.3365478515625f;
+static const float LOG2E = 1.44269504088896341f, LN2_HI = 0.693359375f, LN2_LO = -2.12194440e-4f;
+static const float P0 = 1.9875691500E-4f, P1 = 1.3981999507E-3f, P2 = 8.3334519073E-3f,
+                   P3 = 4.1665795894E-2f, P4 = 1.6666665459E-1f, P5 = 5.0000001201E-1f;
+
+float b8_expf_approx(float x) {
+    if (x < EXP_LO) return 0.0f;
+    if (x > EXP_HI) x = EXP_HI;
+    float n = nearbyintf(x * LOG2E);
+    float r = fmaf(n, -LN2_HI, x);
+    r = fmaf(n, -LN2_LO, r);
+    float p = fmaf(P0, r, P1);
+    p = fmaf(p, r, P2);
+    p = fmaf(p, r, P3);
+    p = fmaf(p, r, P4);
+    p = fmaf(p, r, P5);
+    float r2 = r * r;
+    p = fmaf(p, r2, r);
+    p = p + 1.0f;
+    return ldexpf(p, (int)n);
+}
+
+static inline float masked_score(float s, int32_t m, b8_mask_mode mode) {
+    if (m) return s;
+    return mode == B8_MASK_ADD_MIN ? s + MIN_NEG : MIN_NEG;
+}
+
+static float reduce_lanes(const float *acc) {
+    float s = acc[0];
+    for (int i = 1; i < LANES; i++) s += acc[i];
+    return s;
+}
+
+void b8_softmax_rows__scalar(float *x, int64_t rows, int64_t n, const int32_t *mask,
+                             b8_mask_mode mode) {
+    for (int64_t r = 0; r < rows; r++) {
+        float *row = x + r * n;
+        float mx = -INFINITY;
+        for (int64_t j = 0; j < n; j++) {
+            if (mask) row[j] = masked_score(row[j], mask[j], mode);
+            if (row[j] > mx) mx = row[j];
+        }
+        float acc[LANES] = {0};
+        for (int64_t j = 0; j < n; j++) {
+            float v = b8_expf_approx(row[j] - mx);
+            row[j] = v;
+            acc[j % LANES] += v;
+        }
+        float inv = 1.0f / reduce_lanes(acc);
+        for (int64_t j = 0; j < n; j++) row[j] *= inv;
+    }
+}
+
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+
+AVX512 static inline __m512 exp16(__m512 x) {
+    __mmask16 under = _mm512_cmp_ps_mask(x, _mm512_set1_ps(EXP_LO), _CMP_LT_OQ);
+    x = _mm512_min_ps(x, _mm512_set1_ps(EXP_HI));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(LOG2E)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-LN2_HI), x);
+    r = _mm512_fmadd_ps(n, _mm512_set1_ps(-LN2_LO), r);
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(P0), r, _mm512_set1_ps(P1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(P2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(P3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(P4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(P5));
+    __m512 r2 = _mm512_mul_ps(r, r);
+    p = _mm512_fmadd_ps(p, r2, r);
+    p = _mm512_add_ps(p, _mm512_set1_ps(1.0f));
+    p = _mm512_scalef_ps(p, n);
+    return _mm512_maskz_mov_ps((__mmask16)~under, p);
+}
+
+AVX512 static inline __mmask16 tail_mask(int64_t left) {
+    return left >= LANES ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
+}
+
+AVX512 void b8_softmax_rows__avx512(float *x, int64_t rows, int64_t n, const int32_t *mask,
+                                    b8_mask_mode mode) {
+    const __m512 minneg = _mm512_set1_ps(MIN_NEG);
+    for (int64_t r = 0; r < rows; r++) {
+        float *row = x + r * n;
+        __m512 vmx = _mm512_set1_ps(-INFINITY);
+        for (int64_t j = 0; j < n; j += LANES) {
+            __mmask16 k = tail_mask(n - j);
+            __m512 v = _mm512_maskz_loadu_ps(k, row + j);
+            if (mask) {
+                __m512i mv = _mm512_maskz_loadu_epi32(k, mask + j);
+                __mmask16 off = _mm512_mask_cmpeq_epi32_mask(k, mv, _mm512_setzero_si512());
+                __m512 repl = mode == B8_MASK_ADD_MIN ? _mm512_add_ps(v, minneg) : minneg;
+                v = _mm512_mask_mov_ps(v, off, repl);
+                _mm512_mask_storeu_ps(row + j, k, v);
+            }
+            vmx = _mm512_mask_max_ps(vmx, k, vmx, v);
+        }
+        __m512 vm = _mm512_set1_ps(_mm512_reduce_max_ps(vmx));
+        __m512 acc = _mm512_setzero_ps();
+        for (int64_t j = 0; j < n; j += LANES) {
+            __mmask16 k = tail_mask(n - j);
+            __m512 v = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, row + j), vm));
+            v = _mm512_maskz_mov_ps(k, v);
+            _mm512_mask_storeu_ps(row + j, k, v);
+            acc = _mm512_add_ps(acc, v);
+        }
+        float lanes[LANES];
+        _mm512_storeu_ps(lanes, acc);
+        __m512 inv = _mm512_set1_ps(1.0f / reduce_lanes(lanes));
+        for (int64_t j = 0; j < n; j += LANES) {
+            __mmask16 k = tail_mask(n - j);
+            _mm512_mask_storeu_ps(row + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, row + j), inv));
+        }
+    }
+}
+
+/* Row mean and 1/sqrt(var + eps), two passes, in the lane order both twins share. */
+static inline void ln_stats_scalar(const float *xr, int64_t n, float eps, float *mean_out, float *rstd_out) {
+    float acc[LANES] = {0};
+    for (int64_t j = 0; j < n; j++) acc[j % LANES] += xr[j];
+    float mean = reduce_lanes(acc) / (float)n;
+    float acc2[LANES] = {0};
+    for (int64_t j = 0; j < n; j++) {
+        float d = xr[j] - mean;
+        acc2[j % LANES] = fmaf(d, d, acc2[j % LANES]);
+    }
+    *mean_out = mean;
+    *rstd_out = 1.0f / sqrtf(reduce_lanes(acc2) / (float)n + eps);
+}
+
+AVX512 static inline void ln_stats_avx512(const float *xr, int64_t n, float eps, float *mean_out,
+                                          float *rstd_out) {
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t j = 0; j < n; j += LANES)
+        acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(tail_mask(n - j), xr + j));
+    float lanes[LANES];
+    _mm512_storeu_ps(lanes, acc);
+    float mean = reduce_lanes(lanes) / (float)n;
+    __m512 vmean = _mm512_set1_ps(mean);
+    __m512 acc2 = _mm512_setzero_ps();
+    for (int64_t j = 0; j < n; j += LANES) {
+        __mmask16 k = tail_mask(n - j);
+        __m512 d = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, xr + j), vmean);
+        acc2 = _mm512_fmadd_ps(d, d, acc2);
+    }
+    _mm512_storeu_ps(lanes, acc2);
+    *mean_out = mean;
+    *rstd_out = 1.0f / sqrtf(reduce_lanes(lanes) / (float)n + eps);
+}
+
+/* LayerNorm: mean and variance by two passes over the row (as torch does, numerically safe). */
+void b8_layernorm_rows__scalar(const float *x, float *y, int64_t rows, int64_t n, const float *g,
+                               const float *b, float eps) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        float *yr = y + r * n;
+        float mean, rstd;
+        ln_stats_scalar(xr, n, eps, &mean, &rstd);
+        for (int64_t j = 0; j < n; j++) yr[j] = fmaf((xr[j] - mean) * rstd, g[j], b[j]);
+    }
+}
+
+AVX512 void b8_layernorm_rows__avx512(const float *x, float *y, int64_t rows, int64_t n,
+                                      const float *g, const float *b, float eps) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        float *yr = y + r * n;
+        float mean_s, rstd_s;
+        ln_stats_avx512(xr, n, eps, &mean_s, &rstd_s);
+        __m512 vmean = _mm512_set1_ps(mean_s), rstd = _mm512_set1_ps(rstd_s);
+        for (int64_t j = 0; j < n; j += LANES) {
+            __mmask16 k = tail_mask(n - j);
+            __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, xr + j), vmean), rstd);
+            __m512 o = _mm512_fmadd_ps(d, _mm512_maskz_loadu_ps(k, g + j), _mm512_maskz_loadu_ps(k, b + j));
+            _mm512_mask_storeu_ps(yr + j, k, o);
+        }
+    }
+}
+
+static bool rowops_avx512_ok(void) { return b8_cpu_allows(B8_ISA_AVX512); }
+
+b8_softmax_fn b8_softmax_rows_best(void) {
+    return rowops_avx512_ok() ? b8_softmax_rows__avx512 : b8_softmax_rows__scalar;
+}
+
+b8_layernorm_fn b8_layernorm_rows_best(void) {
+    return rowops_avx512_ok() ? b8_layernorm_rows__avx512 : b8_layernorm_rows__scalar;
+}
+

@@ -1,0 +1,74 @@
+/* vmath_avx2.h: AVX2 twins of the epilogue math in vmath.h (8 floats at a time), with
+ * the same constants and order of operations as vmath.c so the results are bit-identical. */
+#ifndef BERT8_VMATH_AVX2_H
+#define BERT8_VMATH_AVX2_H
+
+#include <immintrin.h>
+
+#include "kernels/vmath/vmath.h"
+
+#define B8_T256 __attribute__((target("avx2,fma")))
+#define B8_V256_INLINE static inline __attribute__((always_inline)) B8_T256
+
+/* exp(x) = p * s; callers fold the product into their next fused operation. */
+B8_V256_INLINE void b8_v8_exp_parts(__m256 x, __m256 *p_out, __m256 *s_out) {
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(B8_VM_EXP_LO)),
+                      _mm256_set1_ps(B8_VM_EXP_HI));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(B8_VM_LOG2E)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-B8_VM_LN2_HI), x);
+    r = _mm256_fmadd_ps(n, _mm256_set1_ps(-B8_VM_LN2_LO), r);
+    __m256 p = _mm256_set1_ps(B8_VM_EXP_C6);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(B8_VM_EXP_C5));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(B8_VM_EXP_C4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(B8_VM_EXP_C3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(B8_VM_EXP_C2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(B8_VM_EXP_C1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(B8_VM_EXP_C0));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)),
+                                  23);
+    *p_out = p;
+    *s_out = _mm256_castsi256_ps(e);
+}
+
+B8_V256_INLINE __m256 b8_v8_exp(__m256 x) {
+    __m256 p, s;
+    b8_v8_exp_parts(x, &p, &s);
+    return _mm256_mul_ps(p, s);
+}
+
+B8_V256_INLINE __m256 b8_v8_erf(__m256 z) {
+    __m256 c = _mm256_min_ps(_mm256_max_ps(z, _mm256_set1_ps(-B8_VM_ERF_CLAMP)), _mm256_set1_ps(B8_VM_ERF_CLAMP));
+    __m256 t = _mm256_mul_ps(c, c);
+    __m256 p = _mm256_set1_ps(B8_VM_ERF_P6);
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(B8_VM_ERF_P5));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(B8_VM_ERF_P4));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(B8_VM_ERF_P3));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(B8_VM_ERF_P2));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(B8_VM_ERF_P1));
+    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(B8_VM_ERF_P0));
+    __m256 q = _mm256_set1_ps(B8_VM_ERF_Q4);
+    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(B8_VM_ERF_Q3));
+    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(B8_VM_ERF_Q2));
+    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(B8_VM_ERF_Q1));
+    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(1.0f));
+    return _mm256_div_ps(_mm256_mul_ps(c, p), q);
+}
+
+B8_V256_INLINE __m256 b8_v8_gelu(__m256 x) {
+    __m256 h = _mm256_mul_ps(x, _mm256_set1_ps(0.5f));
+    __m256 erf = b8_v8_erf(_mm256_mul_ps(x, _mm256_set1_ps(B8_VM_SQRT1_2)));
+    return _mm256_fmadd_ps(h, erf, h);
+}
+
+B8_V256_INLINE __m256 b8_v8_gelu_tanh(__m256 x) {
+    __m256 k = _mm256_fmadd_ps(_mm256_mul_ps(x, x), _mm256_set1_ps(B8_VM_GT_K3),
+                               _mm256_set1_ps(B8_VM_GT_K1));
+    __m256 p, s;
+    b8_v8_exp_parts(_mm256_mul_ps(x, k), &p, &s);
+    return _mm256_div_ps(x, _mm256_fmadd_ps(p, s, _mm256_set1_ps(1.0f)));
+}
+
+B8_V256_INLINE __m256 b8_v8_relu(__m256 x) { return _mm256_max_ps(x, _mm256_setzero_ps()); }
+
+#endif
