@@ -28,14 +28,14 @@ static double time_gemm(int64_t m, int64_t n, int64_t k, int reps) {
     float *c = b8_malloc_aligned((size_t)(m * n) * sizeof(float));
     b8_sgemm_w *pw = NULL;
     b8_err e;
-    if (b8_sgemm_w_pack(w, NULL, n, k, &pw, &e)) {
+    if (b8_sgemm_w_pack(w, NULL, n, k, B8_POST_NONE, false, &pw, &e)) {
         fprintf(stderr, "pack failed: %s\n", e.msg);
         exit(1);
     }
     double best = 1e30;
     for (int r = 0; r < reps + 1; r++) {
         double t0 = now();
-        b8_sgemm(pw, a, k, m, c, n, B8_POST_NONE, false, &e);
+        b8_sgemm(pw, a, k, m, c, n, &e);
         double t = now() - t0;
         if (r && t < best) best = t;
     }

@@ -106,7 +106,7 @@ static double time_gemm(const int8_t *A, int64_t M, const b8_qweight *w, mode md
         double t0 = now();
         bert8_status st = md == MODE_S32 ? b8_qgemm_s32(A, b8_qweight_k(w), M, w, c32,
                                                         b8_qweight_n(w), &e)
-                                         : b8_qgemm(A, b8_qweight_k(w), M, w, &ep, &e);
+                                         : b8_qgemm(A, b8_qweight_k(w), M, w, &ep, NULL, &e);
         double t = now() - t0;
         if (st != BERT8_OK) {
             fprintf(stderr, "qgemm failed: %s\n", e.msg);

@@ -5,6 +5,12 @@
  * its own last-error message; use one session per thread at a time. All compute runs on
  * the process-wide OpenMP pool (bert8_set_threads()).
  *
+ * Structs the library fills (bert8_outputs, bert8_encoding, ...) are owned by the caller; zero
+ * them before their first use ({0}); the library may then reuse what it finds in them.
+ *
+ * Enums passed in (truncation, scheme, ...) are checked: a value outside the enum is
+ * BERT8_ERR_INVALID_ARG, never a silent default.
+ *
  * Errors: every call that can fail returns a bert8_status (bert8_status_string() names it).
  * The message saying what went wrong is the session's last error for calls on a session
  * (bert8_session_last_error()); calls that make or write a model or tokenizer, which have no
@@ -21,6 +27,7 @@
 extern "C" {
 #endif
 
+/* The one source of the version: CMake reads these three lines (project(VERSION)). */
 #define BERT8_VERSION_MAJOR 0
 #define BERT8_VERSION_MINOR 1
 #define BERT8_VERSION_PATCH 0
@@ -59,6 +66,11 @@ typedef enum bert8_head {
     BERT8_HEAD_QA         /* start_logits, end_logits [B, T] */
 } bert8_head;
 
+typedef enum bert8_scheme {
+    BERT8_SCHEME_STATIC,  /* int8 activations per tensor, scales calibrated ahead of time */
+    BERT8_SCHEME_DYNAMIC  /* int8 activations per token, scales computed on the fly */
+} bert8_scheme;
+
 typedef struct bert8_model_info {
     bert8_arch arch;
     bert8_head head;
@@ -66,10 +78,13 @@ typedef struct bert8_model_info {
     const char *architecture; /* config.json "architectures"[0], or "" */
     int64_t vocab_size, hidden_size, num_layers, num_heads, intermediate_size;
     int64_t max_position_embeddings, type_vocab_size, num_labels, pad_token_id;
+    int64_t max_seq_len;      /* longest sequence the model takes (XLM-R: max_position_embeddings
+                                 - pad_token_id - 1, as its positions start after the pad index) */
     double layer_norm_eps;
     const char *hidden_act;   /* "gelu", "gelu_new", "relu" */
     int has_pooler;
     int quantized;            /* 1 when the folder holds an INT8 checkpoint */
+    bert8_scheme scheme;      /* quantized: the folder's activation scheme */
     int64_t tensor_count;     /* tensors in the safetensors file(s) */
     int64_t weight_bytes;     /* bytes of tensor data in the file(s) */
     int64_t param_count;      /* parameters used by the forward pass */
@@ -107,14 +122,25 @@ bert8_status bert8_session_create(const bert8_model *model, bert8_session **out)
 void bert8_session_free(bert8_session *s); /* NULL is a no-op */
 const char *bert8_session_last_error(const bert8_session *s);
 
-/* A batch of B rows of T token ids each (row-major). attention_mask and token_type_ids
- * may be NULL (mask all ones, types all zero). */
+/* A padded batch: `batch` rows of `seq` token ids each (row-major [batch][seq]).
+ * attention_mask and token_type_ids may be NULL (mask all ones, types all zero). */
 typedef struct bert8_batch {
     int64_t batch, seq;
     const int32_t *input_ids;
     const int32_t *attention_mask;
     const int32_t *token_type_ids;
 } bert8_batch;
+
+/* A packed (variable-length, padding-free) batch: num_sequences sequences back to back;
+ * sequence i is tokens [cu_seqlens[i], cu_seqlens[i+1]) (num_sequences + 1 entries, starting
+ * at 0, every length >= 1). input_ids and token_type_ids (may be NULL) hold
+ * cu_seqlens[num_sequences] entries. Only real tokens are computed. */
+typedef struct bert8_packed_batch {
+    int64_t num_sequences;
+    const int64_t *cu_seqlens;
+    const int32_t *input_ids;
+    const int32_t *token_type_ids;
+} bert8_packed_batch;
 
 /* Output tensors, owned by the session and valid until its next call. A NULL data pointer
  * means the model does not produce that output. */
@@ -124,15 +150,24 @@ typedef struct bert8_tensor {
     int64_t shape[4];
 } bert8_tensor;
 
+/* Token-level outputs of a packed batch are packed too: [tokens, H] instead of [B, T, H]
+ * (and [tokens, labels], [tokens]), with cu_seqlens giving each sequence's rows. */
 typedef struct bert8_outputs {
-    bert8_tensor last_hidden_state; /* [B, T, H] */
+    bert8_tensor last_hidden_state; /* [B, T, H]        packed: [tokens, H] */
     bert8_tensor pooler_output;     /* [B, H] */
-    bert8_tensor logits;            /* [B, labels] or [B, T, labels] */
-    bert8_tensor start_logits;      /* [B, T] */
-    bert8_tensor end_logits;        /* [B, T] */
+    bert8_tensor logits;            /* [B, labels] or [B, T, labels]; packed: [tokens, labels] */
+    bert8_tensor start_logits;      /* [B, T]           packed: [tokens] */
+    bert8_tensor end_logits;        /* [B, T]           packed: [tokens] */
+    const int64_t *cu_seqlens;      /* packed: [num_sequences + 1] row starts; NULL when padded */
+    int64_t num_sequences;          /* packed: B */
 } bert8_outputs;
 
 bert8_status bert8_forward(bert8_session *s, const bert8_batch *batch, bert8_outputs *out);
+/* The forward pass of a packed batch: token-level outputs come back packed ([tokens, ...]) with
+ * out->cu_seqlens; sequence-level ones (pooler_output, sequence logits) are [num_sequences, ...].
+ * The mask-1 rows of a padded run and the rows of a packed run of the same sequences agree
+ * (bit for bit for static INT8 Linears and attention; FP32 GEMMs to rounding). */
+bert8_status bert8_forward_packed(bert8_session *s, const bert8_packed_batch *batch, bert8_outputs *out);
 
 /* Time per operation of the forward pass, summed over calls while profiling is on. */
 typedef enum bert8_op {
@@ -152,11 +187,6 @@ void bert8_session_set_profiling(bert8_session *s, int on); /* turning it on cle
 void bert8_session_get_profile(const bert8_session *s, double seconds[BERT8_OP_COUNT]);
 
 /* ---- INT8 quantization (SmoothQuant W8A8) -------------------------------------------- */
-
-typedef enum bert8_scheme {
-    BERT8_SCHEME_STATIC,  /* int8 activations per tensor, scales calibrated ahead of time */
-    BERT8_SCHEME_DYNAMIC  /* int8 activations per token, scales computed on the fly */
-} bert8_scheme;
 
 typedef struct bert8_quant_params {
     bert8_scheme scheme;

@@ -211,7 +211,7 @@ static int compare_epilogue(const char *name, int64_t M, int64_t N, int64_t K, e
         memset(os, 0, M * ldc);
         ep.out_f32 = c.s8 ? NULL : (pass ? of : of_ref);
         ep.out_s8 = c.s8 ? (pass ? os : os_ref) : NULL;
-        if (b8_qgemm(A, lda, M, pass ? q : qo, &ep, &e) != BERT8_OK) {
+        if (b8_qgemm(A, lda, M, pass ? q : qo, &ep, NULL, &e) != BERT8_OK) {
             printf("  %s: %s\n", name, e.msg);
             bad = 1;
         }
@@ -395,10 +395,10 @@ TEST(results_do_not_depend_on_thread_count) {
     b8_err e;
     omp_set_num_threads(1);
     ep.out_f32 = o1;
-    CHECK(q && b8_qgemm(A, K, M, q, &ep, &e) == BERT8_OK);
+    CHECK(q && b8_qgemm(A, K, M, q, &ep, NULL, &e) == BERT8_OK);
     omp_set_num_threads(3);
     ep.out_f32 = o2;
-    CHECK(q && b8_qgemm(A, K, M, q, &ep, &e) == BERT8_OK);
+    CHECK(q && b8_qgemm(A, K, M, q, &ep, NULL, &e) == BERT8_OK);
     omp_set_num_threads(saved);
     CHECK(bits_equal(o1, o2, M * N * 4));
     b8_qweight_free(q);
@@ -423,26 +423,26 @@ TEST(bad_arguments_are_reported) {
     CHECK(strstr(e.msg, "no_such_kernel") != NULL);
     CHECK(b8_qweight_pack(w, 3, 4, ws, NULL, &q, &e) == BERT8_OK && q);
     b8_qepilogue ep = {.a_scale = &as, .out_f32 = out, .ldc = 3};
-    CHECK(b8_qgemm(a, 4, 1, q, &ep, &e) == BERT8_OK);
+    CHECK(b8_qgemm(a, 4, 1, q, &ep, NULL, &e) == BERT8_OK);
     CHECK(out[0] == 10.0f && out[1] == 26.0f && out[2] == 42.0f);
-    CHECK(b8_qgemm(a, 3, 1, q, &ep, &e) == BERT8_ERR_INVALID_ARG); /* lda < K */
-    CHECK(b8_qgemm(NULL, 4, 1, q, &ep, &e) == BERT8_ERR_INVALID_ARG);
-    CHECK(b8_qgemm(a, 4, 0, q, &ep, &e) == BERT8_OK); /* nothing to do */
+    CHECK(b8_qgemm(a, 3, 1, q, &ep, NULL, &e) == BERT8_ERR_INVALID_ARG); /* lda < K */
+    CHECK(b8_qgemm(NULL, 4, 1, q, &ep, NULL, &e) == BERT8_ERR_INVALID_ARG);
+    CHECK(b8_qgemm(a, 4, 0, q, &ep, NULL, &e) == BERT8_OK); /* nothing to do */
     ep.out_s8 = out8;
     ep.out_mul = omul;
-    CHECK(b8_qgemm(a, 4, 1, q, &ep, &e) == BERT8_ERR_INVALID_ARG); /* two outputs */
+    CHECK(b8_qgemm(a, 4, 1, q, &ep, NULL, &e) == BERT8_ERR_INVALID_ARG); /* two outputs */
     ep.out_f32 = NULL;
-    CHECK(b8_qgemm(a, 4, 1, q, &ep, &e) == BERT8_OK);
+    CHECK(b8_qgemm(a, 4, 1, q, &ep, NULL, &e) == BERT8_OK);
     CHECK(out8[0] == 10 && out8[1] == 26 && out8[2] == 42);
     ep.out_mul = NULL;
-    CHECK(b8_qgemm(a, 4, 1, q, &ep, &e) == BERT8_ERR_INVALID_ARG);
+    CHECK(b8_qgemm(a, 4, 1, q, &ep, NULL, &e) == BERT8_ERR_INVALID_ARG);
     ep.out_mul = omul;
     ep.ldc = 2;
-    CHECK(b8_qgemm(a, 4, 1, q, &ep, &e) == BERT8_ERR_INVALID_ARG);
+    CHECK(b8_qgemm(a, 4, 1, q, &ep, NULL, &e) == BERT8_ERR_INVALID_ARG);
     ep.ldc = 3;
     ep.a_scale = NULL;
-    CHECK(b8_qgemm(a, 4, 1, q, &ep, &e) == BERT8_ERR_INVALID_ARG);
-    CHECK(b8_qgemm(a, 4, 1, NULL, &ep, &e) == BERT8_ERR_INVALID_ARG);
+    CHECK(b8_qgemm(a, 4, 1, q, &ep, NULL, &e) == BERT8_ERR_INVALID_ARG);
+    CHECK(b8_qgemm(a, 4, 1, NULL, &ep, NULL, &e) == BERT8_ERR_INVALID_ARG);
     int32_t c32[3];
     CHECK(b8_qgemm_s32(a, 4, 1, q, c32, 2, &e) == BERT8_ERR_INVALID_ARG);
     CHECK(b8_qgemm_s32(a, 4, 1, q, c32, 3, &e) == BERT8_OK && c32[2] == 42);

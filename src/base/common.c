@@ -64,6 +64,25 @@ void *b8_calloc_aligned(size_t count, size_t size) {
 
 void b8_free_aligned(void *p) { free(p); }
 
+bert8_status b8_buf_reserve(b8_buf *buf, size_t count, size_t size, b8_err *e) {
+    size_t bytes;
+    if (!b8_mul_ok(count, size, &bytes)) return b8_fail(e, BERT8_ERR_TOO_LARGE, "buffer size overflows");
+    if (bytes <= buf->cap && buf->p) return BERT8_OK;
+    void *p = b8_malloc_aligned(bytes);
+    if (!p) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory allocating %zu bytes", bytes);
+    b8_free_aligned(buf->p);
+    buf->p = p;
+    buf->cap = bytes;
+    return BERT8_OK;
+}
+
+void b8_buf_free(b8_buf *buf) {
+    if (!buf) return;
+    b8_free_aligned(buf->p);
+    buf->p = NULL;
+    buf->cap = 0;
+}
+
 char *b8_read_file(const char *path, size_t *len, b8_err *e) {
     FILE *f = fopen(path, "rb");
     if (!f) {

@@ -36,6 +36,17 @@ void *b8_malloc_aligned(size_t n);
 void *b8_calloc_aligned(size_t count, size_t size);
 void b8_free_aligned(void *p);
 
+/* A growable 64-byte aligned scratch buffer; contents are not kept when it grows. Zero it
+ * before first use; free with b8_buf_free. */
+typedef struct b8_buf {
+    void *p;
+    size_t cap; /* bytes */
+} b8_buf;
+
+/* Grows buf to at least count * size bytes. */
+bert8_status b8_buf_reserve(b8_buf *buf, size_t count, size_t size, b8_err *e);
+void b8_buf_free(b8_buf *buf); /* frees and zeroes; NULL is a no-op */
+
 /* Reads a whole file; returns NULL and fills e on failure. *len excludes the added NUL. */
 char *b8_read_file(const char *path, size_t *len, b8_err *e);
 

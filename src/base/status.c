@@ -1,7 +1,12 @@
 /* status.c: status strings and the version call. */
 #include "bert8.h"
 
-const char *bert8_version(void) { return BERT8_VERSION_STRING; }
+#define B8_STR2(x) #x
+#define B8_STR(x) B8_STR2(x)
+
+const char *bert8_version(void) {
+    return B8_STR(BERT8_VERSION_MAJOR) "." B8_STR(BERT8_VERSION_MINOR) "." B8_STR(BERT8_VERSION_PATCH);
+}
 
 const char *bert8_status_string(bert8_status status) {
     static const char *const names[BERT8_STATUS_COUNT] = {

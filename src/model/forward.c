@@ -1,9 +1,11 @@
-/* forward.c: the FP32 forward pass (embeddings, post-LN encoder layers, task heads), with
- * the same maths as transformers v4.31. */
+/* forward.c: the forward pass (embeddings, post-LN encoder layers, task heads) in FP32 and
+ * INT8, with the same maths as transformers v4.31, on padded or packed batches.
+ *
+ * A call runs on token rows: a padded batch is B x T rows with a key mask, a packed batch is
+ * the real tokens only (cumulative starts, no mask). Every Linear runs on all rows at once;
+ * attention runs per (sequence, head) over that sequence's rows. Each Linear group runs FP32
+ * or INT8 by its own mode (per-tensor static or per-token dynamic activation scales). */
 #include "model/session.h"
-#include "kernels/rowops/rowops.h"
-#include "kernels/attention/attention.h"
-#include "kernels/quantize/quantize.h"
 
 #include <math.h>
 #include <omp.h>
@@ -11,20 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/attention/attention.h"
+#include "kernels/quantize/quantize.h"
+#include "kernels/rowops/rowops.h"
+
 /* Largest request one call accepts: keeps every buffer size far from overflow. */
 #define B8_MAX_TOKENS ((int64_t)1 << 22)
 
-bert8_status b8_buf_reserve(b8_buf *buf, size_t count, size_t size, b8_err *e) {
-    size_t bytes;
-    if (!b8_mul_ok(count, size, &bytes)) return b8_fail(e, BERT8_ERR_TOO_LARGE, "buffer size overflows");
-    if (bytes <= buf->cap) return BERT8_OK;
-    void *p = b8_malloc_aligned(bytes);
-    if (!p) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory allocating %zu bytes", bytes);
-    b8_free_aligned(buf->p);
-    buf->p = p;
-    buf->cap = bytes;
-    return BERT8_OK;
-}
+/* Work below this many elements runs on the calling thread: waking the pool costs more. */
+#define B8_PAR_MIN ((int64_t)1 << 15)
 
 bert8_status bert8_session_create(const bert8_model *model, bert8_session **out) {
     if (!out) return BERT8_ERR_INVALID_ARG;
@@ -39,10 +36,16 @@ bert8_status bert8_session_create(const bert8_model *model, bert8_session **out)
 
 void bert8_session_free(bert8_session *s) {
     if (!s) return;
-    b8_buf *bufs[] = {&s->xq, &s->hq, &s->rowscale, &s->rowscale2, &s->x, &s->qkv, &s->scores, &s->ctx, &s->ffn, &s->first, &s->pooled,
-                      &s->tmp, &s->logits, &s->start, &s->end, &s->ids};
-    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) b8_free_aligned(bufs[i]->p);
+    b8_buf *bufs[] = {&s->x,     &s->qkv,    &s->ctx,   &s->ffn,   &s->xq,     &s->hq,
+                      &s->rowscale, &s->rowscale2, &s->att, &s->gemm_ws, &s->starts, &s->first,
+                      &s->pooled, &s->tmp,   &s->logits, &s->start, &s->end};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) b8_buf_free(bufs[i]);
     free(s);
+}
+
+void b8_session_set_observer(bert8_session *s, b8_observer fn, void *ctx) {
+    s->observe = fn;
+    s->observe_ctx = fn ? ctx : NULL;
 }
 
 const char *bert8_session_last_error(const bert8_session *s) { return s ? s->err.msg : "no session"; }
@@ -72,36 +75,125 @@ void bert8_session_get_profile(const bert8_session *s, double seconds[BERT8_OP_C
     for (int i = 0; i < BERT8_OP_COUNT; i++) seconds[i] = s ? s->prof[i] : 0.0;
 }
 
-/* Work below this many elements runs on the calling thread: waking the pool costs more. */
-#define B8_PAR_MIN ((int64_t)1 << 15)
+/* ---- the rows of one call ------------------------------------------------------------------ */
+
+typedef struct rows {
+    bool packed;
+    int64_t nseq, M;      /* sequences, token rows */
+    int64_t T;            /* padded: row length; packed: the longest sequence */
+    const int64_t *start; /* [nseq + 1] first row of each sequence */
+    const int32_t *mask;  /* [M] key mask (padded batches), NULL when every row is a real token */
+    const int32_t *ids, *types;
+} rows;
+
+/* Either public batch form. */
+typedef struct input {
+    int64_t batch, seq;            /* packed: seq unused */
+    const int32_t *input_ids, *attention_mask, *token_type_ids;
+    const int64_t *cu_seqlens;     /* packed when not NULL */
+} input;
+
+static bert8_status check_batch(const bert8_model *m, const input *bt, b8_err *e) {
+    const b8_config *c = &m->cfg;
+    if (!bt->input_ids) return b8_fail(e, BERT8_ERR_INVALID_ARG, "batch has no input_ids");
+    const int64_t max_seq = m->info.max_seq_len;
+    int64_t n;
+    if (bt->cu_seqlens) {
+        if (bt->batch <= 0) return b8_fail(e, BERT8_ERR_INVALID_ARG, "packed batch of %lld sequences", (long long)bt->batch);
+        if (bt->batch > B8_MAX_TOKENS)
+            return b8_fail(e, BERT8_ERR_TOO_LARGE, "packed batch of %lld sequences exceeds the limit of %lld",
+                           (long long)bt->batch, (long long)B8_MAX_TOKENS);
+        if (bt->cu_seqlens[0] != 0)
+            return b8_fail(e, BERT8_ERR_INVALID_ARG, "cu_seqlens[0] = %lld, must be 0", (long long)bt->cu_seqlens[0]);
+        for (int64_t i = 0; i < bt->batch; i++) {
+            int64_t len = bt->cu_seqlens[i + 1] - bt->cu_seqlens[i];
+            if (bt->cu_seqlens[i + 1] < bt->cu_seqlens[i] || len < 1)
+                return b8_fail(e, BERT8_ERR_INVALID_ARG,
+                               "cu_seqlens must increase by at least 1: sequence %lld has length %lld", (long long)i,
+                               (long long)len);
+            if (len > max_seq)
+                return b8_fail(e, BERT8_ERR_TOO_LARGE,
+                               "sequence %lld has %lld tokens, over the model's limit of %lld positions", (long long)i,
+                               (long long)len, (long long)max_seq);
+            if (bt->cu_seqlens[i + 1] > B8_MAX_TOKENS)
+                return b8_fail(e, BERT8_ERR_TOO_LARGE, "packed batch exceeds the limit of %lld tokens",
+                               (long long)B8_MAX_TOKENS);
+        }
+        n = bt->cu_seqlens[bt->batch];
+    } else {
+        if (bt->batch <= 0 || bt->seq <= 0)
+            return b8_fail(e, BERT8_ERR_INVALID_ARG, "batch shape %lld x %lld must be positive", (long long)bt->batch,
+                           (long long)bt->seq);
+        if (bt->batch > B8_MAX_TOKENS || bt->seq > B8_MAX_TOKENS || bt->batch * bt->seq > B8_MAX_TOKENS)
+            return b8_fail(e, BERT8_ERR_TOO_LARGE, "batch of %lld x %lld tokens exceeds the limit of %lld tokens",
+                           (long long)bt->batch, (long long)bt->seq, (long long)B8_MAX_TOKENS);
+        if (bt->seq > max_seq)
+            return b8_fail(e, BERT8_ERR_TOO_LARGE, "sequence length %lld exceeds the model's limit of %lld positions",
+                           (long long)bt->seq, (long long)max_seq);
+        n = bt->batch * bt->seq;
+    }
+    const int64_t T = bt->cu_seqlens ? 1 : bt->seq; /* for messages: [row][col] of padded batches */
+    for (int64_t i = 0; i < n; i++) {
+        if (bt->input_ids[i] < 0 || bt->input_ids[i] >= c->vocab_size)
+            return b8_fail(e, BERT8_ERR_INVALID_ARG, "input_ids[%lld][%lld] = %d is outside the vocabulary [0, %lld)",
+                           (long long)(i / T), (long long)(i % T), bt->input_ids[i], (long long)c->vocab_size);
+        if (bt->attention_mask && bt->attention_mask[i] != 0 && bt->attention_mask[i] != 1)
+            return b8_fail(e, BERT8_ERR_INVALID_ARG, "attention_mask[%lld][%lld] = %d is not 0 or 1",
+                           (long long)(i / T), (long long)(i % T), bt->attention_mask[i]);
+        if (bt->token_type_ids && c->arch != BERT8_ARCH_DISTILBERT &&
+            (bt->token_type_ids[i] < 0 || bt->token_type_ids[i] >= c->type_vocab_size))
+            return b8_fail(e, BERT8_ERR_INVALID_ARG, "token_type_ids[%lld][%lld] = %d is outside [0, %lld)",
+                           (long long)(i / T), (long long)(i % T), bt->token_type_ids[i],
+                           (long long)c->type_vocab_size);
+    }
+    return BERT8_OK;
+}
+
+static bert8_status make_rows(bert8_session *s, const input *bt, rows *r) {
+    b8_err *e = &s->err;
+    memset(r, 0, sizeof *r);
+    r->packed = bt->cu_seqlens != NULL;
+    r->nseq = bt->batch;
+    r->ids = bt->input_ids;
+    r->types = s->model->cfg.arch == BERT8_ARCH_DISTILBERT ? NULL : bt->token_type_ids;
+    bert8_status st = b8_buf_reserve(&s->starts, (size_t)(r->nseq + 1), sizeof(int64_t), e);
+    if (st) return st;
+    int64_t *start = s->starts.p;
+    if (r->packed) {
+        memcpy(start, bt->cu_seqlens, (size_t)(r->nseq + 1) * sizeof(int64_t));
+        for (int64_t i = 0; i < r->nseq; i++)
+            if (start[i + 1] - start[i] > r->T) r->T = start[i + 1] - start[i];
+        r->M = start[r->nseq];
+    } else {
+        for (int64_t i = 0; i <= r->nseq; i++) start[i] = i * bt->seq;
+        r->T = bt->seq;
+        r->M = bt->batch * bt->seq;
+        r->mask = bt->attention_mask;
+    }
+    r->start = start;
+    return BERT8_OK;
+}
+
+/* ---- layers -------------------------------------------------------------------------------- */
 
 /* Row-parallel application of a row kernel over the pool. */
-static void layernorm_par(float *x, int64_t rows, int64_t n, const float *g, const float *b, float eps) {
+static void layernorm_par(float *x, int64_t M, int64_t n, const float *g, const float *b, float eps) {
     b8_layernorm_fn ln = b8_layernorm_rows_best();
-#pragma omp parallel for schedule(static) if (rows * n >= B8_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) ln(x + r * n, x + r * n, 1, n, g, b, eps);
+#pragma omp parallel for schedule(static) if (M * n >= B8_PAR_MIN)
+    for (int64_t r = 0; r < M; r++) ln(x + r * n, x + r * n, 1, n, g, b, eps);
 }
 
-/* LayerNorm in place; when the next Linear runs INT8 with static scales, the same pass also
- * writes that Linear's smoothed int8 input (qg/qb fold 1/(s*a) into gamma/beta). */
-static void layernorm_next(bert8_session *s, int64_t rows, int64_t n, const float *g, const float *b,
-                           float eps, const float *qg, const float *qb) {
-    if (!qg) {
-        layernorm_par(s->x.p, rows, n, g, b, eps);
+/* LayerNorm of the hidden state in place; when the Linear it feeds runs INT8 with a static
+ * scale, the same pass also writes that Linear's smoothed int8 input into s->xq. */
+static void layernorm_next(bert8_session *s, int64_t M, const float *g, const float *b, const b8_qlinear *next) {
+    const b8_config *c = &s->model->cfg;
+    const int64_t H = c->hidden_size;
+    if (!next || next->mode != B8_QMODE_STATIC || !next->ln_qg) {
+        layernorm_par(s->x.p, M, H, g, b, c->layer_norm_eps);
         return;
     }
-    b8_ln_quant p = {qg, qb, g, b, s->x.p, n, eps};
-    b8_layernorm_quantize(s->x.p, n, rows, n, &p, s->xq.p, n);
-}
-
-/* int8 input of an INT8 Linear from an fp32 activation: static (one scale, folded into mul)
- * or dynamic (per-row scale of the smoothed row, written to scales). */
-static void quantize_input(const b8_qlinear *q, bert8_scheme scheme, const float *x, int64_t rows,
-                           int8_t *out, float *scales) {
-    if (scheme == BERT8_SCHEME_STATIC)
-        b8_quantize_static(x, q->k, rows, q->k, q->in_mul, 1.0f, out, q->k);
-    else
-        b8_quantize_dynamic(x, q->k, rows, q->k, q->in_mul, out, q->k, scales);
+    b8_ln_quant p = {next->ln_qg, next->ln_qb, g, b, s->x.p, H, c->layer_norm_eps};
+    b8_layernorm_quantize(s->x.p, H, M, H, &p, s->xq.p, H);
 }
 
 static b8_act qact(const b8_config *c) {
@@ -112,51 +204,71 @@ static b8_act qact(const b8_config *c) {
     }
 }
 
-static bert8_status check_batch(const bert8_model *m, const bert8_batch *bt, b8_err *e) {
-    const b8_config *c = &m->cfg;
-    if (!bt || !bt->input_ids) return b8_fail(e, BERT8_ERR_INVALID_ARG, "batch has no input_ids");
-    if (bt->batch <= 0 || bt->seq <= 0)
-        return b8_fail(e, BERT8_ERR_INVALID_ARG, "batch shape %lld x %lld must be positive",
-                       (long long)bt->batch, (long long)bt->seq);
-    if (bt->batch > B8_MAX_TOKENS || bt->seq > B8_MAX_TOKENS || bt->batch * bt->seq > B8_MAX_TOKENS)
-        return b8_fail(e, BERT8_ERR_TOO_LARGE, "batch of %lld x %lld tokens exceeds the limit of %lld tokens",
-                       (long long)bt->batch, (long long)bt->seq, (long long)B8_MAX_TOKENS);
-    int64_t max_seq = c->max_position_embeddings;
-    if (c->arch == BERT8_ARCH_XLMR) max_seq = c->max_position_embeddings - c->pad_token_id - 1;
-    if (bt->seq > max_seq)
-        return b8_fail(e, BERT8_ERR_TOO_LARGE, "sequence length %lld exceeds the model's limit of %lld positions",
-                       (long long)bt->seq, (long long)max_seq);
-    int64_t n = bt->batch * bt->seq;
-    for (int64_t i = 0; i < n; i++) {
-        if (bt->input_ids[i] < 0 || bt->input_ids[i] >= c->vocab_size)
-            return b8_fail(e, BERT8_ERR_INVALID_ARG, "input_ids[%lld][%lld] = %d is outside the vocabulary [0, %lld)",
-                           (long long)(i / bt->seq), (long long)(i % bt->seq), bt->input_ids[i],
-                           (long long)c->vocab_size);
-        if (bt->attention_mask && bt->attention_mask[i] != 0 && bt->attention_mask[i] != 1)
-            return b8_fail(e, BERT8_ERR_INVALID_ARG, "attention_mask[%lld][%lld] = %d is not 0 or 1",
-                           (long long)(i / bt->seq), (long long)(i % bt->seq), bt->attention_mask[i]);
-        if (bt->token_type_ids && c->arch != BERT8_ARCH_DISTILBERT &&
-            (bt->token_type_ids[i] < 0 || bt->token_type_ids[i] >= c->type_vocab_size))
-            return b8_fail(e, BERT8_ERR_INVALID_ARG,
-                           "token_type_ids[%lld][%lld] = %d is outside [0, %lld)", (long long)(i / bt->seq),
-                           (long long)(i % bt->seq), bt->token_type_ids[i], (long long)c->type_vocab_size);
+/* One Linear group on M rows of x ([M][k], row stride k). INT8: xq is the int8 input when an
+ * earlier step already made it (static scale fused into a LayerNorm or an epilogue), else x is
+ * quantized into qbuf (per-row scales into rowscale). The output is either out_f32 (row
+ * stride ldc; residual groups add into it) or, for FFN-in feeding a static FFN-out, out_s8
+ * requantized with out_mul. */
+typedef struct gcall {
+    b8_group g;
+    const float *x;
+    const int8_t *xq;
+    int8_t *qbuf;
+    float *rowscale;
+    float *out_f32;
+    int64_t ldc;
+    int8_t *out_s8;
+    const float *out_mul;
+} gcall;
+
+static bert8_status run_group(bert8_session *s, const b8_layer *ly, int64_t M, const gcall *c, double *t) {
+    const b8_config *cfg = &s->model->cfg;
+    const bool residual = c->g == B8_GROUP_ATTN_OUT || c->g == B8_GROUP_FFN_OUT;
+    const b8_qlinear *q = ly->q[c->g];
+    if (!q) {
+        int64_t n, k;
+        b8_group_dims(c->g, cfg->hidden_size, cfg->intermediate_size, &n, &k);
+        return b8_sgemm(ly->f32[c->g], c->x, k, M, c->out_f32, c->ldc, &s->err);
     }
-    return BERT8_OK;
+    const bool dyn = q->mode == B8_QMODE_DYNAMIC;
+    const int8_t *xq = c->xq;
+    if (!xq) {
+        if (dyn) b8_quantize_dynamic(c->x, q->k, M, q->k, q->in_mul, c->qbuf, q->k, c->rowscale);
+        else b8_quantize_static(c->x, q->k, M, q->k, q->in_mul, 1.0f, c->qbuf, q->k);
+        xq = c->qbuf;
+        prof_mark(s, BERT8_OP_QUANTIZE, t);
+    }
+    b8_qepilogue ep = {dyn ? c->rowscale : &q->a_scale,
+                       dyn,
+                       q->bias,
+                       c->g == B8_GROUP_FFN_IN ? qact(cfg) : B8_ACT_NONE,
+                       residual ? c->out_f32 : NULL,
+                       residual ? c->ldc : 0,
+                       c->out_f32,
+                       c->ldc,
+                       c->out_s8,
+                       c->out_mul};
+    return b8_qgemm(xq, q->k, M, q->packed, &ep, &s->gemm_ws, &s->err);
 }
 
-static void embed(bert8_session *s, const bert8_batch *bt) {
+/* The int8 input a static group finds ready in s->xq (written by the LayerNorm before it). */
+static const int8_t *ln_ready(const bert8_session *s, const b8_qlinear *q) {
+    return q && q->mode == B8_QMODE_STATIC && q->ln_qg ? s->xq.p : NULL;
+}
+
+static void embed(bert8_session *s, const rows *r) {
     const bert8_model *m = s->model;
     float *x = s->x.p;
     const b8_config *c = &m->cfg;
-    const int64_t H = c->hidden_size, B = bt->batch, T = bt->seq;
+    const int64_t H = c->hidden_size;
     const int32_t pad = (int32_t)c->pad_token_id;
     const bool xlmr = c->arch == BERT8_ARCH_XLMR;
-#pragma omp parallel for schedule(static) if (B * T * H >= B8_PAR_MIN)
-    for (int64_t b = 0; b < B; b++) {
+#pragma omp parallel for schedule(dynamic, 4) if (r->M * H >= B8_PAR_MIN)
+    for (int64_t q = 0; q < r->nseq; q++) {
         int64_t count = 0; /* XLM-R: running count of non-pad ids */
-        for (int64_t t = 0; t < T; t++) {
-            int64_t i = b * T + t;
-            int32_t id = bt->input_ids[i];
+        for (int64_t i = r->start[q]; i < r->start[q + 1]; i++) {
+            const int64_t t = i - r->start[q];
+            const int32_t id = r->ids[i];
             int64_t pos = t;
             if (xlmr) {
                 if (id != pad) count++;
@@ -166,7 +278,7 @@ static void embed(bert8_session *s, const bert8_batch *bt) {
             const float *pe = m->pos_emb + pos * H;
             float *xr = x + i * H;
             if (m->type_emb) {
-                int32_t tt = bt->token_type_ids ? bt->token_type_ids[i] : 0;
+                int32_t tt = r->types ? r->types[i] : 0;
                 const float *te = m->type_emb + (int64_t)tt * H;
                 for (int64_t h = 0; h < H; h++) xr[h] = (we[h] + te[h]) + pe[h];
             } else {
@@ -174,118 +286,81 @@ static void embed(bert8_session *s, const bert8_batch *bt) {
             }
         }
     }
-    const b8_layer *l0 = c->num_layers > 0 ? &m->layers[0] : NULL;
-    layernorm_next(s, B * T, H, m->emb_ln_g, m->emb_ln_b, c->layer_norm_eps, l0 ? l0->qkv_qg : NULL,
-                   l0 ? l0->qkv_qb : NULL);
+    const b8_qlinear *next = c->num_layers > 0 ? m->layers[0].q[B8_GROUP_QKV] : NULL;
+    layernorm_next(s, r->M, m->emb_ln_g, m->emb_ln_b, next);
 }
 
-static bert8_status attention(bert8_session *s, const bert8_batch *bt, const b8_layer *ly, int64_t layer) {
+static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *ly, int64_t layer) {
     const bert8_model *m = s->model;
     const b8_config *c = &m->cfg;
-    const int64_t H = c->hidden_size, A = c->num_heads, d = H / A, B = bt->batch, T = bt->seq;
+    const int64_t H = c->hidden_size, A = c->num_heads, d = H / A, M = r->M;
     float *x = s->x.p, *qkv = s->qkv.p, *ctx = s->ctx.p;
     b8_err *e = &s->err;
     bert8_status st;
     double t = prof_start(s);
-    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_QKV, x, B * T, H, bt->attention_mask);
-    if (ly->qkv_q) {
-        const b8_qlinear *q = ly->qkv_q;
-        bool dyn = m->scheme == BERT8_SCHEME_DYNAMIC;
-        if (dyn) quantize_input(q, m->scheme, x, B * T, s->xq.p, s->rowscale.p);
-        prof_mark(s, BERT8_OP_QUANTIZE, &t);
-        b8_qepilogue ep = {dyn ? s->rowscale.p : &q->a_scale, dyn, q->bias, B8_ACT_NONE, NULL, 0,
-                           qkv, 3 * H, NULL, NULL};
-        if ((st = b8_qgemm(s->xq.p, H, B * T, q->packed, &ep, e))) return st;
-    } else if ((st = b8_sgemm(ly->qkv, x, H, B * T, qkv, 3 * H, B8_POST_NONE, false, e))) {
-        return st;
-    }
+    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_QKV_IN, x, M, H, r->mask);
+    const b8_qlinear *qq = ly->q[B8_GROUP_QKV];
+    gcall qc = {B8_GROUP_QKV, x, ln_ready(s, qq), s->xq.p, s->rowscale.p, qkv, 3 * H, NULL, NULL};
+    if ((st = run_group(s, ly, M, &qc, &t))) return st;
     prof_mark(s, BERT8_OP_QKV, &t);
     const float alpha = 1.0f / sqrtf((float)d);
     const b8_mask_mode mode = c->arch == BERT8_ARCH_DISTILBERT ? B8_MASK_REPLACE_MIN : B8_MASK_ADD_MIN;
     /* one fused pass per (sequence, head); each thread has its own scratch */
     b8_attention_fn att = b8_attention_head_best();
-    const size_t per = b8_attention_scratch_floats(T, d);
+    const size_t per = b8_attention_scratch_floats(r->T, d);
     const int nt = omp_get_max_threads();
-    if ((st = b8_buf_reserve(&s->scores, (size_t)nt, per * sizeof(float), e))) return st;
-    const int32_t *mask = bt->attention_mask;
-#pragma omp parallel for schedule(static) if (B * A * T * T * d >= B8_PAR_MIN)
-    for (int64_t r = 0; r < B * A; r++) {
-        const int64_t b = r / A, h = r % A;
-        const float *base = qkv + b * T * 3 * H + h * d;
-        float *scratch = (float *)s->scores.p + (size_t)omp_get_thread_num() * per;
-        att(base, base + H, base + 2 * H, 3 * H, T, d, alpha, mask ? mask + b * T : NULL, mode,
-            ctx + b * T * H + h * d, H, scratch);
+    if ((st = b8_buf_reserve(&s->att, (size_t)nt, per * sizeof(float), e))) return st;
+    int64_t work = 0;
+    for (int64_t q = 0; q < r->nseq; q++) {
+        int64_t len = r->start[q + 1] - r->start[q];
+        work += len * len;
+    }
+    const int64_t items = r->nseq * A;
+#pragma omp parallel for schedule(dynamic, 1) if (work * A * d >= B8_PAR_MIN)
+    for (int64_t it = 0; it < items; it++) {
+        const int64_t q = it / A, h = it % A, r0 = r->start[q], len = r->start[q + 1] - r0;
+        const float *base = qkv + r0 * 3 * H + h * d;
+        float *scratch = (float *)s->att.p + (size_t)omp_get_thread_num() * per;
+        att(base, base + H, base + 2 * H, 3 * H, len, d, alpha, r->mask ? r->mask + r0 : NULL, mode,
+            ctx + r0 * H + h * d, H, scratch);
     }
     prof_mark(s, BERT8_OP_ATTENTION, &t);
-    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_ATTN_OUT, ctx, B * T, H, bt->attention_mask);
-    /* x = LN(x + ctx Wo^T + bo): the residual is the matmul's accumulate post-op. */
-    if (ly->attn_out_q) {
-        const b8_qlinear *q = ly->attn_out_q;
-        bool dyn = m->scheme == BERT8_SCHEME_DYNAMIC;
-        quantize_input(q, m->scheme, ctx, B * T, s->xq.p, s->rowscale.p);
-        prof_mark(s, BERT8_OP_QUANTIZE, &t);
-        b8_qepilogue ep = {dyn ? s->rowscale.p : &q->a_scale, dyn, q->bias, B8_ACT_NONE, x, H,
-                           x, H, NULL, NULL};
-        if ((st = b8_qgemm(s->xq.p, H, B * T, q->packed, &ep, e))) return st;
-    } else if ((st = b8_sgemm(ly->attn_out.f32, ctx, H, B * T, x, H, B8_POST_NONE, true, e))) {
-        return st;
-    }
+    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_ATTN_OUT_IN, ctx, M, H, r->mask);
+    /* x = LN(x + ctx Wo^T + bo): the residual is added in the GEMM's epilogue */
+    gcall oc = {B8_GROUP_ATTN_OUT, ctx, NULL, s->xq.p, s->rowscale.p, x, H, NULL, NULL};
+    if ((st = run_group(s, ly, M, &oc, &t))) return st;
     prof_mark(s, BERT8_OP_ATTN_OUT, &t);
-    layernorm_next(s, B * T, H, ly->ln1_g, ly->ln1_b, c->layer_norm_eps, ly->ffn_qg, ly->ffn_qb);
+    layernorm_next(s, M, ly->w[B8_PART_LN1], ly->b[B8_PART_LN1], ly->q[B8_GROUP_FFN_IN]);
     prof_mark(s, BERT8_OP_NORM, &t);
     return BERT8_OK;
 }
 
-static b8_post hidden_post(const b8_config *c) {
-    switch (c->act) {
-    case B8_HIDDEN_GELU_TANH: return B8_POST_GELU_TANH;
-    case B8_HIDDEN_RELU: return B8_POST_RELU;
-    default: return B8_POST_GELU;
-    }
-}
-
-static bert8_status ffn(bert8_session *s, const bert8_batch *bt, const b8_layer *ly, int64_t layer) {
+static bert8_status ffn(bert8_session *s, const rows *r, const b8_layer *ly, int64_t layer) {
     const bert8_model *m = s->model;
     const b8_config *c = &m->cfg;
-    const int64_t H = c->hidden_size, I = c->intermediate_size, M = bt->batch * bt->seq;
-    const bool dyn = m->scheme == BERT8_SCHEME_DYNAMIC;
+    const int64_t H = c->hidden_size, I = c->intermediate_size, M = r->M;
     float *x = s->x.p, *h = s->ffn.p;
-    b8_err *e = &s->err;
     bert8_status st;
     double t = prof_start(s);
-    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_IN, x, M, H, bt->attention_mask);
-    /* static INT8 end to end: FFN-in -> GELU -> int8 -> FFN-out never leaves int8 */
-    bool fused_h = ly->ffn_in_q && ly->ffn_out_q && !dyn;
-    if (ly->ffn_in_q) {
-        const b8_qlinear *q = ly->ffn_in_q;
-        if (dyn) quantize_input(q, m->scheme, x, M, s->xq.p, s->rowscale.p);
-        prof_mark(s, BERT8_OP_QUANTIZE, &t);
-        b8_qepilogue ep = {dyn ? s->rowscale.p : &q->a_scale, dyn, q->bias, qact(c), NULL, 0,
-                           fused_h ? NULL : h, I, fused_h ? s->hq.p : NULL,
-                           fused_h ? ly->ffn_out_q->in_mul : NULL};
-        if ((st = b8_qgemm(s->xq.p, H, M, q->packed, &ep, e))) return st;
-    } else if ((st = b8_sgemm(ly->ffn_in.f32, x, H, M, h, I, hidden_post(c), false, e))) {
-        return st;
-    }
+    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_IN_IN, x, M, H, r->mask);
+    const b8_qlinear *qi = ly->q[B8_GROUP_FFN_IN], *qo = ly->q[B8_GROUP_FFN_OUT];
+    /* INT8 end to end: FFN-in -> GELU -> int8 -> FFN-out never leaves int8 */
+    const bool fused_h = qi && qo && qo->mode == B8_QMODE_STATIC && !s->observe;
+    gcall ic = {B8_GROUP_FFN_IN, x, ln_ready(s, qi), s->xq.p, s->rowscale.p, fused_h ? NULL : h, I,
+                fused_h ? s->hq.p : NULL, fused_h ? qo->in_mul : NULL};
+    if ((st = run_group(s, ly, M, &ic, &t))) return st;
     prof_mark(s, BERT8_OP_FFN_IN, &t);
-    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_OUT, h, M, I, bt->attention_mask);
-    if (ly->ffn_out_q) {
-        const b8_qlinear *q = ly->ffn_out_q;
-        if (!fused_h) quantize_input(q, m->scheme, h, M, s->hq.p, s->rowscale2.p);
-        prof_mark(s, BERT8_OP_QUANTIZE, &t);
-        b8_qepilogue ep = {dyn ? s->rowscale2.p : &q->a_scale, dyn, q->bias, B8_ACT_NONE, x, H,
-                           x, H, NULL, NULL};
-        if ((st = b8_qgemm(s->hq.p, I, M, q->packed, &ep, e))) return st;
-    } else if ((st = b8_sgemm(ly->ffn_out.f32, h, I, M, x, H, B8_POST_NONE, true, e))) {
-        return st;
-    }
+    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_OUT_IN, h, M, I, r->mask);
+    gcall oc = {B8_GROUP_FFN_OUT, h, fused_h ? s->hq.p : NULL, s->hq.p, s->rowscale2.p, x, H, NULL, NULL};
+    if ((st = run_group(s, ly, M, &oc, &t))) return st;
     prof_mark(s, BERT8_OP_FFN_OUT, &t);
-    const b8_layer *next = layer + 1 < c->num_layers ? ly + 1 : NULL;
-    layernorm_next(s, M, H, ly->ln2_g, ly->ln2_b, c->layer_norm_eps, next ? next->qkv_qg : NULL,
-                   next ? next->qkv_qb : NULL);
+    const b8_qlinear *next = layer + 1 < c->num_layers ? ly[1].q[B8_GROUP_QKV] : NULL;
+    layernorm_next(s, M, ly->w[B8_PART_LN2], ly->b[B8_PART_LN2], next);
     prof_mark(s, BERT8_OP_NORM, &t);
     return BERT8_OK;
 }
+
+/* ---- heads --------------------------------------------------------------------------------- */
 
 static void set_tensor(bert8_tensor *t, const float *data, int ndim, int64_t d0, int64_t d1, int64_t d2) {
     t->data = data;
@@ -296,22 +371,29 @@ static void set_tensor(bert8_tensor *t, const float *data, int ndim, int64_t d0,
     t->shape[3] = 0;
 }
 
-static bert8_status heads(bert8_session *s, const bert8_batch *bt) {
+/* Token-level outputs: [B, T, ...] for padded batches, [tokens, ...] for packed ones. */
+static void set_token_tensor(bert8_tensor *t, const rows *r, const float *data, int64_t width) {
+    if (r->packed) set_tensor(t, data, width ? 2 : 1, r->M, width, 0);
+    else set_tensor(t, data, width ? 3 : 2, r->nseq, r->T, width);
+}
+
+static bert8_status heads(bert8_session *s, const rows *r) {
     const bert8_model *m = s->model;
     const b8_config *c = &m->cfg;
-    const int64_t H = c->hidden_size, B = bt->batch, T = bt->seq, M = B * T;
+    const int64_t H = c->hidden_size, B = r->nseq, M = r->M;
     b8_err *e = &s->err;
     bert8_status st;
     float *x = s->x.p;
-    set_tensor(&s->out.last_hidden_state, x, 3, B, T, H);
+    set_token_tensor(&s->out.last_hidden_state, r, x, H);
     if ((st = b8_buf_reserve(&s->first, (size_t)(B * H), sizeof(float), e)) ||
         (st = b8_buf_reserve(&s->pooled, (size_t)(B * H), sizeof(float), e)) ||
         (st = b8_buf_reserve(&s->tmp, (size_t)(B * H), sizeof(float), e)))
         return st;
+    /* the first token of each sequence */
     float *first = s->first.p;
-    for (int64_t b = 0; b < B; b++) memcpy(first + b * H, x + b * T * H, (size_t)H * sizeof(float));
+    for (int64_t b = 0; b < B; b++) memcpy(first + b * H, x + r->start[b] * H, (size_t)H * sizeof(float));
     if (m->has_pooler) {
-        if ((st = b8_sgemm(m->pooler.f32, first, H, B, s->pooled.p, H, B8_POST_TANH, false, e))) return st;
+        if ((st = b8_sgemm(m->pooler.f32, first, H, B, s->pooled.p, H, e))) return st;
         set_tensor(&s->out.pooler_output, s->pooled.p, 2, B, H, 0);
     }
     const int64_t L = m->cls_out.n;
@@ -321,18 +403,17 @@ static bert8_status heads(bert8_session *s, const bert8_batch *bt) {
         if ((st = b8_buf_reserve(&s->logits, (size_t)(B * L), sizeof(float), e))) return st;
         const float *feat = s->pooled.p;
         if (c->arch == BERT8_ARCH_DISTILBERT || c->arch == BERT8_ARCH_XLMR) {
-            b8_post p = c->arch == BERT8_ARCH_DISTILBERT ? B8_POST_RELU : B8_POST_TANH;
-            if ((st = b8_sgemm(m->cls_dense.f32, first, H, B, s->tmp.p, H, p, false, e))) return st;
+            if ((st = b8_sgemm(m->cls_dense.f32, first, H, B, s->tmp.p, H, e))) return st;
             feat = s->tmp.p;
         }
-        if ((st = b8_sgemm(m->cls_out.f32, feat, H, B, s->logits.p, L, B8_POST_NONE, false, e))) return st;
+        if ((st = b8_sgemm(m->cls_out.f32, feat, H, B, s->logits.p, L, e))) return st;
         set_tensor(&s->out.logits, s->logits.p, 2, B, L, 0);
         break;
     }
     case BERT8_HEAD_TOKEN_CLS:
         if ((st = b8_buf_reserve(&s->logits, (size_t)(M * L), sizeof(float), e))) return st;
-        if ((st = b8_sgemm(m->cls_out.f32, x, H, M, s->logits.p, L, B8_POST_NONE, false, e))) return st;
-        set_tensor(&s->out.logits, s->logits.p, 3, B, T, L);
+        if ((st = b8_sgemm(m->cls_out.f32, x, H, M, s->logits.p, L, e))) return st;
+        set_token_tensor(&s->out.logits, r, s->logits.p, L);
         break;
     case BERT8_HEAD_QA: {
         if ((st = b8_buf_reserve(&s->logits, (size_t)(M * 2), sizeof(float), e)) ||
@@ -340,52 +421,75 @@ static bert8_status heads(bert8_session *s, const bert8_batch *bt) {
             (st = b8_buf_reserve(&s->end, (size_t)M, sizeof(float), e)))
             return st;
         float *lg = s->logits.p, *sl = s->start.p, *el = s->end.p;
-        if ((st = b8_sgemm(m->cls_out.f32, x, H, M, lg, 2, B8_POST_NONE, false, e))) return st;
+        if ((st = b8_sgemm(m->cls_out.f32, x, H, M, lg, 2, e))) return st;
         for (int64_t i = 0; i < M; i++) {
             sl[i] = lg[2 * i];
             el[i] = lg[2 * i + 1];
         }
-        set_tensor(&s->out.start_logits, sl, 2, B, T, 0);
-        set_tensor(&s->out.end_logits, el, 2, B, T, 0);
+        set_token_tensor(&s->out.start_logits, r, sl, 0);
+        set_token_tensor(&s->out.end_logits, r, el, 0);
         break;
     }
+    }
+    if (r->packed) {
+        s->out.cu_seqlens = r->start;
+        s->out.num_sequences = B;
     }
     return BERT8_OK;
 }
 
-bert8_status bert8_forward(bert8_session *s, const bert8_batch *bt, bert8_outputs *out) {
-    if (!s) return BERT8_ERR_INVALID_ARG;
+static bert8_status forward(bert8_session *s, const input *bt, bert8_outputs *out) {
     b8_err *e = &s->err;
-    b8_err_clear(e);
-    memset(&s->out, 0, sizeof s->out);
-    if (out) memset(out, 0, sizeof *out);
     const bert8_model *m = s->model;
     const b8_config *c = &m->cfg;
     bert8_status st;
     if ((st = check_batch(m, bt, e))) return st;
-    const int64_t H = c->hidden_size, I = c->intermediate_size;
-    const int64_t B = bt->batch, T = bt->seq, M = B * T;
+    rows r;
+    if ((st = make_rows(s, bt, &r))) return st;
+    const int64_t H = c->hidden_size, I = c->intermediate_size, M = r.M;
     if ((st = b8_buf_reserve(&s->x, (size_t)(M * H), sizeof(float), e)) ||
         (st = b8_buf_reserve(&s->qkv, (size_t)(M * 3 * H), sizeof(float), e)) ||
         (st = b8_buf_reserve(&s->ctx, (size_t)(M * H), sizeof(float), e)) ||
         (st = b8_buf_reserve(&s->ffn, (size_t)M, (size_t)I * sizeof(float), e)))
         return st;
     if (m->quantized &&
-        ((st = b8_buf_reserve(&s->xq, (size_t)M, (size_t)H, e)) ||
-         (st = b8_buf_reserve(&s->hq, (size_t)M, (size_t)I, e)) ||
+        ((st = b8_buf_reserve(&s->xq, (size_t)M, (size_t)H, e)) || (st = b8_buf_reserve(&s->hq, (size_t)M, (size_t)I, e)) ||
          (st = b8_buf_reserve(&s->rowscale, (size_t)M, sizeof(float), e)) ||
          (st = b8_buf_reserve(&s->rowscale2, (size_t)M, sizeof(float), e))))
         return st;
     double t = prof_start(s);
-    embed(s, bt);
+    embed(s, &r);
     prof_mark(s, BERT8_OP_EMBED, &t);
     for (int64_t l = 0; l < c->num_layers; l++) {
-        if ((st = attention(s, bt, &m->layers[l], l)) || (st = ffn(s, bt, &m->layers[l], l)))
+        if ((st = attention(s, &r, &m->layers[l], l)) || (st = ffn(s, &r, &m->layers[l], l)))
             return b8_wrap(e, "layer %lld", (long long)l);
     }
     t = prof_start(s);
-    if ((st = heads(s, bt))) return st;
+    if ((st = heads(s, &r))) return st;
     prof_mark(s, BERT8_OP_HEAD, &t);
     if (out) *out = s->out;
     return BERT8_OK;
+}
+
+/* Starts a call: clears the error and the outputs; false when s is NULL. */
+static bool begin(bert8_session *s, bert8_outputs *out) {
+    if (out) memset(out, 0, sizeof *out);
+    if (!s) return false;
+    b8_err_clear(&s->err);
+    memset(&s->out, 0, sizeof s->out);
+    return true;
+}
+
+bert8_status bert8_forward(bert8_session *s, const bert8_batch *bt, bert8_outputs *out) {
+    if (!begin(s, out)) return BERT8_ERR_INVALID_ARG;
+    if (!bt) return b8_fail(&s->err, BERT8_ERR_INVALID_ARG, "batch is NULL");
+    input in = {bt->batch, bt->seq, bt->input_ids, bt->attention_mask, bt->token_type_ids, NULL};
+    return forward(s, &in, out);
+}
+
+bert8_status bert8_forward_packed(bert8_session *s, const bert8_packed_batch *bt, bert8_outputs *out) {
+    if (!begin(s, out)) return BERT8_ERR_INVALID_ARG;
+    if (!bt || !bt->cu_seqlens) return b8_fail(&s->err, BERT8_ERR_INVALID_ARG, "packed batch or its cu_seqlens is NULL");
+    input in = {bt->num_sequences, 0, bt->input_ids, NULL, bt->token_type_ids, bt->cu_seqlens};
+    return forward(s, &in, out);
 }

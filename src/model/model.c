@@ -1,20 +1,25 @@
-/* model.c: loading a Hugging Face checkpoint folder into a bert8_model.
+/* model.c: loading a Hugging Face checkpoint folder (FP32 or a bert8 INT8 folder) into a
+ * bert8_model.
  *
- * Tensor names follow transformers: an optional prefix (bert., roberta., distilbert.),
- * legacy LayerNorm.gamma/.beta accepted for .weight/.bias, and every shape is checked against
- * config.json before any weight is used. */
+ * Tensor names follow transformers (io/names.h): an optional prefix (bert., roberta.,
+ * distilbert.), legacy LayerNorm.gamma/.beta accepted for .weight/.bias, and every shape is
+ * checked against config.json before any weight is used. Each Linear group of a layer is
+ * either packed for the FP32 GEMM or, when the checkpoint stores it in I8, loaded as an INT8
+ * Linear (quant/qlinear.h) in the mode quantization_config.json gives. */
 #include "model/model.h"
-#include "quant/quant.h"
 
+#include "base/cpu.h"
+
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 
 typedef struct loader {
     bert8_model *m;
     b8_err *e;
+    b8_qconfig qc; /* quantization_config.json, when present */
 } loader;
 
 static bert8_status keep_owned(bert8_model *m, float *p, b8_err *e) {
@@ -91,127 +96,83 @@ static bert8_status get_f32(loader *L, const char *name, bool with_prefix, int n
     return BERT8_OK;
 }
 
-static bool is_i8(const bert8_model *m, const char *base);
-
-static bert8_status get_linear(loader *L, const char *base, bool with_prefix, int64_t n, int64_t k,
-                               bool pack, b8_linear *lin) {
-    char name[512];
-    if (with_prefix && L->m->quantized && is_i8(L->m, base)) {
-        lin->n = n; /* an INT8 Linear: loaded by load_layer_quantized */
-        lin->k = k;
-        return BERT8_OK;
-    }
+/* weight [n][k] and bias [n] views of a Linear stored in float under base. */
+static bert8_status get_views(loader *L, const char *base, bool with_prefix, int64_t n, int64_t k,
+                              const float **w, const float **b) {
+    char name[1024];
     int64_t ws[2] = {n, k}, bs[1] = {n};
+    bert8_status st;
+    snprintf(name, sizeof name, "%s.weight", base);
+    if ((st = get_f32(L, name, with_prefix, 2, ws, w))) return st;
+    snprintf(name, sizeof name, "%s.bias", base);
+    return get_f32(L, name, with_prefix, 1, bs, b);
+}
+
+/* A Linear outside the encoder (pooler, heads), packed with its epilogue. */
+static bert8_status get_linear(loader *L, const char *base, bool with_prefix, int64_t n, int64_t k,
+                               b8_post post, b8_linear *lin) {
     lin->n = n;
     lin->k = k;
-    bert8_status st;
-    snprintf(name, sizeof name, "%s.weight", base);
-    if ((st = get_f32(L, name, with_prefix, 2, ws, &lin->w))) return st;
-    snprintf(name, sizeof name, "%s.bias", base);
-    if ((st = get_f32(L, name, with_prefix, 1, bs, &lin->b))) return st;
-    if (pack && (st = b8_sgemm_w_pack(lin->w, lin->b, n, k, &lin->f32, L->e)))
+    bert8_status st = get_views(L, base, with_prefix, n, k, &lin->w, &lin->b);
+    if (!st && (st = b8_sgemm_w_pack(lin->w, lin->b, n, k, post, false, &lin->f32, L->e)))
         return b8_wrap(L->e, "%s: packing \"%s\"", L->m->dir, base);
-    return BERT8_OK;
+    return st;
 }
 
-static bert8_status get_ln(loader *L, const char *base, const float **g, const float **b) {
-    char name[512];
-    int64_t s[1] = {L->m->cfg.hidden_size};
-    bert8_status st;
+void b8_model_part_name(const bert8_model *m, int64_t layer, b8_part part, char *out, size_t cap) {
+    b8_part_name(m->cfg.arch, m->prefix, layer, part, out, cap);
+}
+
+static bool is_i8(const bert8_model *m, const char *base) {
+    char name[1024];
     snprintf(name, sizeof name, "%s.weight", base);
-    if ((st = get_f32(L, name, true, 1, s, g))) return st;
-    snprintf(name, sizeof name, "%s.bias", base);
-    return get_f32(L, name, true, 1, s, b);
-}
-
-void b8_layer_part_name(const bert8_model *m, int64_t layer, int part, bool with_prefix, char *out,
-                        size_t cap) {
-    static const char *const bert[B8_PART_COUNT] = {
-        "attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
-        "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm"};
-    static const char *const distil[B8_PART_COUNT] = {
-        "attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin",
-        "sa_layer_norm", "ffn.lin1", "ffn.lin2", "output_layer_norm"};
-    bool d = m->cfg.arch == BERT8_ARCH_DISTILBERT;
-    snprintf(out, cap, "%s%s.%lld.%s", with_prefix ? m->prefix : "", d ? "transformer.layer" : "encoder.layer",
-             (long long)layer, (d ? distil : bert)[part]);
-}
-
-bert8_status b8_layer_join_qkv(const b8_layer *ly, int64_t H, float **w, float **b, b8_err *e) {
-    const size_t hh = (size_t)H * (size_t)H;
-    *w = b8_malloc_aligned(3 * hh * sizeof(float));
-    *b = b8_malloc_aligned(3 * (size_t)H * sizeof(float));
-    if (!*w || !*b) {
-        b8_free_aligned(*w);
-        b8_free_aligned(*b);
-        *w = *b = NULL;
-        return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
-    }
-    const b8_linear *parts[3] = {&ly->q, &ly->k, &ly->v};
-    for (int i = 0; i < 3; i++) {
-        memcpy(*w + i * hh, parts[i]->w, hh * sizeof(float));
-        memcpy(*b + i * H, parts[i]->b, (size_t)H * sizeof(float));
-    }
-    return BERT8_OK;
+    const b8_st_tensor *t = find_tensor(m, name, false);
+    return t && t->dtype == B8_I8;
 }
 
 /* Reads a small F32 vector tensor that must be finite and positive (scales, smoothing). */
-static bert8_status get_scales(loader *L, const char *base, const char *suffix, int64_t n, float **out) {
-    char name[512];
+static bert8_status get_scales(loader *L, const char *base, const char *suffix, int64_t n, float *out) {
+    char name[1024];
     snprintf(name, sizeof name, "%s.%s", base, suffix);
     int64_t shape[1] = {n};
     const float *v = NULL;
-    bert8_status st = get_f32(L, name, true, 1, shape, &v);
+    bert8_status st = get_f32(L, name, false, 1, shape, &v);
     if (st) return st;
     for (int64_t i = 0; i < n; i++)
         if (!(v[i] > 0.0f) || isinf(v[i]))
-            return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: tensor \"%s%s\"[%lld] = %g is not a finite positive scale",
-                           L->m->dir, L->m->prefix, name, (long long)i, (double)v[i]);
-    *out = b8_malloc_aligned((size_t)n * sizeof(float));
-    if (!*out) return b8_fail(L->e, BERT8_ERR_NOMEM, "out of memory");
-    memcpy(*out, v, (size_t)n * sizeof(float));
+            return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: tensor \"%s\"[%lld] = %g is not a finite positive scale",
+                           L->m->dir, name, (long long)i, (double)v[i]);
+    memcpy(out, v, (size_t)n * sizeof(float));
     return BERT8_OK;
 }
 
-/* Loads one quantized Linear (I8 weight + weight_scale + bias + smooth_factor [+ input_scale]). */
-static bert8_status load_qlinear(loader *L, const char *base, int64_t n, int64_t k, b8_qlinear **out) {
+/* Loads one INT8 Linear stored under base (full name): I8 weight + bias + weight_scale +
+ * smooth_factor [+ input_scale]. */
+static bert8_status load_qlinear(loader *L, const char *base, int64_t n, int64_t k, b8_qmode mode,
+                                 b8_qlinear **out) {
     bert8_model *m = L->m;
-    char name[512];
+    char name[1024];
     *out = NULL;
     snprintf(name, sizeof name, "%s.weight", base);
-    const b8_st_tensor *t = find_tensor(m, name, true);
-    if (!t) return b8_fail(L->e, BERT8_ERR_MISSING, "%s: tensor \"%s%s\" is missing", m->dir, m->prefix, name);
+    const b8_st_tensor *t = find_tensor(m, name, false);
+    if (!t) return b8_fail(L->e, BERT8_ERR_MISSING, "%s: tensor \"%s\" is missing", m->dir, name);
     if (t->dtype != B8_I8 || t->ndim != 2 || t->shape[0] != n || t->shape[1] != k)
         return b8_fail(L->e, BERT8_ERR_SHAPE, "%s: tensor \"%s\" must be I8 [%lld,%lld] in a quantized checkpoint",
                        m->dir, t->name, (long long)n, (long long)k);
-    b8_qlinear *q = calloc(1, sizeof *q);
+    b8_qlinear *q = b8_qlinear_alloc(n, k);
     if (!q) return b8_fail(L->e, BERT8_ERR_NOMEM, "out of memory");
-    q->n = n;
-    q->k = k;
-    q->alpha = -1;
-    bert8_status st;
+    q->mode = mode;
+    memcpy(q->wq, t->data, (size_t)(n * k));
     const float *bias = NULL;
     int64_t bs[1] = {n};
-    float *a = NULL;
-    q->wq = b8_malloc_aligned((size_t)(n * k));
-    q->bias = b8_malloc_aligned((size_t)n * sizeof(float));
-    q->in_mul = b8_calloc_aligned((size_t)k, sizeof(float));
-    if (!q->wq || !q->bias || !q->in_mul) {
-        st = b8_fail(L->e, BERT8_ERR_NOMEM, "out of memory");
-        goto fail;
-    }
-    memcpy(q->wq, t->data, (size_t)(n * k));
+    bert8_status st;
     snprintf(name, sizeof name, "%s.bias", base);
-    if ((st = get_f32(L, name, true, 1, bs, &bias))) goto fail;
+    if ((st = get_f32(L, name, false, 1, bs, &bias))) goto fail;
     memcpy(q->bias, bias, (size_t)n * sizeof(float));
-    if ((st = get_scales(L, base, "weight_scale", n, &q->w_scale)) ||
-        (st = get_scales(L, base, "smooth_factor", k, &q->smooth)))
+    if ((st = get_scales(L, base, B8_QT_WEIGHT_SCALE, n, q->w_scale)) ||
+        (st = get_scales(L, base, B8_QT_SMOOTH, k, q->smooth)))
         goto fail;
-    if (m->scheme == BERT8_SCHEME_STATIC) {
-        if ((st = get_scales(L, base, "input_scale", 1, &a))) goto fail;
-        q->a_scale = a[0];
-        b8_free_aligned(a);
-    }
+    if (mode == B8_QMODE_STATIC && (st = get_scales(L, base, B8_QT_INPUT_SCALE, 1, &q->a_scale))) goto fail;
     *out = q;
     return BERT8_OK;
 fail:
@@ -219,101 +180,160 @@ fail:
     return st;
 }
 
-/* Joins the Q, K and V quantized Linears into one [3H][H] Linear; they must share the
- * smoothing factors and input scale (they share their input). */
-static bert8_status join_qkv(loader *L, const char *name, b8_qlinear *p[3], b8_qlinear **out) {
-    const int64_t H = p[0]->k;
-    for (int i = 1; i < 3; i++)
-        if (memcmp(p[i]->smooth, p[0]->smooth, (size_t)H * sizeof(float)) || p[i]->a_scale != p[0]->a_scale)
-            return b8_fail(L->e, BERT8_ERR_FORMAT,
-                           "%s: %s: query, key and value must share smooth_factor and input_scale", L->m->dir, name);
-    b8_qlinear *q = calloc(1, sizeof *q);
-    if (!q) return b8_fail(L->e, BERT8_ERR_NOMEM, "out of memory");
-    q->n = 3 * H;
-    q->k = H;
-    q->alpha = -1;
-    q->a_scale = p[0]->a_scale;
-    q->wq = b8_malloc_aligned((size_t)(3 * H * H));
-    q->w_scale = b8_malloc_aligned((size_t)(3 * H) * sizeof(float));
-    q->bias = b8_malloc_aligned((size_t)(3 * H) * sizeof(float));
-    q->smooth = b8_malloc_aligned((size_t)H * sizeof(float));
-    q->in_mul = b8_calloc_aligned((size_t)H, sizeof(float));
-    if (!q->wq || !q->w_scale || !q->bias || !q->smooth || !q->in_mul) {
-        b8_qlinear_free(q);
-        return b8_fail(L->e, BERT8_ERR_NOMEM, "out of memory");
+static b8_post group_post(const b8_config *c, b8_group g) {
+    if (g != B8_GROUP_FFN_IN) return B8_POST_NONE;
+    return c->act == B8_HIDDEN_GELU_TANH ? B8_POST_GELU_TANH : c->act == B8_HIDDEN_RELU ? B8_POST_RELU : B8_POST_GELU;
+}
+
+/* Residual groups add into the hidden state (the matmul's accumulate). */
+static bool group_acc(b8_group g) { return g == B8_GROUP_ATTN_OUT || g == B8_GROUP_FFN_OUT; }
+
+bert8_status b8_layer_group_fp32(const bert8_model *m, int64_t l, b8_group g, const float **w, const float **b,
+                                 bool *owned, b8_err *e) {
+    const b8_layer *ly = &m->layers[l];
+    const b8_group_desc *d = &b8_group_table[g];
+    int64_t n, k;
+    b8_group_dims(g, m->cfg.hidden_size, m->cfg.intermediate_size, &n, &k);
+    *owned = false;
+    for (int i = 0; i < d->n_parts; i++)
+        if (!ly->w[d->parts[i]]) {
+            char name[256];
+            b8_model_part_name(m, l, d->parts[i], name, sizeof name);
+            return b8_fail(e, BERT8_ERR_MISSING, "%s: \"%s\" has no FP32 weights (stored in INT8)", m->dir, name);
+        }
+    if (d->n_parts == 1) {
+        *w = ly->w[d->parts[0]];
+        *b = ly->b[d->parts[0]];
+        return BERT8_OK;
     }
-    for (int i = 0; i < 3; i++) {
-        memcpy(q->wq + i * H * H, p[i]->wq, (size_t)(H * H));
-        memcpy(q->w_scale + i * H, p[i]->w_scale, (size_t)H * sizeof(float));
-        memcpy(q->bias + i * H, p[i]->bias, (size_t)H * sizeof(float));
+    const int64_t pn = n / d->n_parts;
+    float *jw = b8_malloc_aligned((size_t)(n * k) * sizeof(float));
+    float *jb = b8_malloc_aligned((size_t)n * sizeof(float));
+    if (!jw || !jb) {
+        b8_free_aligned(jw);
+        b8_free_aligned(jb);
+        return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
     }
-    memcpy(q->smooth, p[0]->smooth, (size_t)H * sizeof(float));
-    *out = q;
+    for (int i = 0; i < d->n_parts; i++) {
+        memcpy(jw + i * pn * k, ly->w[d->parts[i]], (size_t)(pn * k) * sizeof(float));
+        memcpy(jb + i * pn, ly->b[d->parts[i]], (size_t)pn * sizeof(float));
+    }
+    *w = jw;
+    *b = jb;
+    *owned = true;
     return BERT8_OK;
 }
 
-static bool is_i8(const bert8_model *m, const char *base) {
-    char name[512];
-    snprintf(name, sizeof name, "%s.weight", base);
-    const b8_st_tensor *t = find_tensor(m, name, true);
-    return t && t->dtype == B8_I8;
+/* The mode quantization_config.json gives group g of layer l. */
+static b8_qmode config_mode(const loader *L, int64_t l, b8_group g) {
+    if (L->qc.groups && l < L->qc.layers) return L->qc.groups[l * B8_GROUP_COUNT + g].mode;
+    return L->m->scheme == BERT8_SCHEME_STATIC ? B8_QMODE_STATIC : B8_QMODE_DYNAMIC;
 }
 
-/* A layer of a quantized checkpoint: Linears stored I8 load as INT8, others as FP32. */
-static bert8_status load_layer_quantized(loader *L, int64_t i, b8_layer *ly) {
-    const b8_config *c = &L->m->cfg;
-    const int64_t H = c->hidden_size, I = c->intermediate_size;
-    char n[B8_PART_COUNT][256];
-    for (int k = 0; k < B8_PART_COUNT; k++) b8_layer_part_name(L->m, i, k, false, n[k], sizeof n[k]);
-    bert8_status st;
-    if (is_i8(L->m, n[0])) {
-        b8_qlinear *p[3] = {NULL, NULL, NULL};
-        if (!is_i8(L->m, n[1]) || !is_i8(L->m, n[2]))
-            return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: %s: query, key and value must all be I8 or all float",
-                           L->m->dir, n[0]);
-        st = BERT8_OK;
-        for (int k = 0; k < 3 && !st; k++) st = load_qlinear(L, n[k], H, H, &p[k]);
-        if (!st) st = join_qkv(L, n[0], p, &ly->qkv_q);
-        for (int k = 0; k < 3; k++) b8_qlinear_free(p[k]);
-        if (st) return st;
+static bert8_status load_group(loader *L, int64_t l, b8_group g) {
+    bert8_model *m = L->m;
+    b8_layer *ly = &m->layers[l];
+    const b8_group_desc *d = &b8_group_table[g];
+    const b8_config *c = &m->cfg;
+    int64_t n, k;
+    b8_group_dims(g, c->hidden_size, c->intermediate_size, &n, &k);
+    const int64_t pn = n / d->n_parts;
+    char names[3][256];
+    int n_i8 = 0;
+    for (int i = 0; i < d->n_parts; i++) {
+        b8_model_part_name(m, l, d->parts[i], names[i], sizeof names[i]);
+        n_i8 += is_i8(m, names[i]);
     }
-    struct {
-        int idx;
-        int64_t rows, cols;
-        b8_qlinear **q;
-    } rest[3] = {{B8_PART_ATTN_OUT, H, H, &ly->attn_out_q},
-                 {B8_PART_FFN_IN, I, H, &ly->ffn_in_q},
-                 {B8_PART_FFN_OUT, H, I, &ly->ffn_out_q}};
-    for (int k = 0; k < 3; k++)
-        if (is_i8(L->m, n[rest[k].idx]) && (st = load_qlinear(L, n[rest[k].idx], rest[k].rows, rest[k].cols, rest[k].q)))
-            return st;
-    return BERT8_OK;
-}
-
-static bert8_status load_layer(loader *L, int64_t i, b8_layer *ly) {
-    const b8_config *c = &L->m->cfg;
-    const int64_t H = c->hidden_size, I = c->intermediate_size;
-    char n[B8_PART_COUNT][256];
-    for (int k = 0; k < B8_PART_COUNT; k++) b8_layer_part_name(L->m, i, k, false, n[k], sizeof n[k]);
     bert8_status st;
-    if (L->m->quantized && (st = load_layer_quantized(L, i, ly))) return st;
-    if ((st = get_linear(L, n[B8_PART_Q], true, H, H, false, &ly->q)) ||
-        (st = get_linear(L, n[B8_PART_K], true, H, H, false, &ly->k)) ||
-        (st = get_linear(L, n[B8_PART_V], true, H, H, false, &ly->v)) ||
-        (st = get_linear(L, n[B8_PART_ATTN_OUT], true, H, H, true, &ly->attn_out)) ||
-        (st = get_ln(L, n[B8_PART_LN1], &ly->ln1_g, &ly->ln1_b)) ||
-        (st = get_linear(L, n[B8_PART_FFN_IN], true, I, H, true, &ly->ffn_in)) ||
-        (st = get_linear(L, n[B8_PART_FFN_OUT], true, H, I, true, &ly->ffn_out)) ||
-        (st = get_ln(L, n[B8_PART_LN2], &ly->ln2_g, &ly->ln2_b)))
-        return st;
-    if (ly->qkv_q) return BERT8_OK;
-    /* Q, K and V run as one [3H][H] product: one pass over the activations. */
-    float *w, *b;
-    if ((st = b8_layer_join_qkv(ly, H, &w, &b, L->e))) return st;
-    st = b8_sgemm_w_pack(w, b, 3 * H, H, &ly->qkv, L->e);
-    b8_free_aligned(w);
-    b8_free_aligned(b);
+    if (n_i8 == 0) {
+        if (m->quantized && L->qc.groups && config_mode(L, l, g) != B8_QMODE_FP32)
+            return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: quantization_config.json says \"%s\" of layer %lld is %s, "
+                           "but \"%s.weight\" is not I8", m->dir, d->key, (long long)l,
+                           b8_qmode_name(config_mode(L, l, g)), names[0]);
+        for (int i = 0; i < d->n_parts; i++)
+            if ((st = get_views(L, names[i], false, pn, k, &ly->w[d->parts[i]], &ly->b[d->parts[i]]))) return st;
+        const float *w, *b;
+        bool owned;
+        if ((st = b8_layer_group_fp32(m, l, g, &w, &b, &owned, L->e))) return st;
+        st = b8_sgemm_w_pack(w, b, n, k, group_post(c, g), group_acc(g), &ly->f32[g], L->e);
+        if (owned) {
+            b8_free_aligned((void *)w);
+            b8_free_aligned((void *)b);
+        }
+        return st ? b8_wrap(L->e, "%s: packing \"%s\"", m->dir, names[0]) : BERT8_OK;
+    }
+    if (n_i8 != d->n_parts)
+        return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: %s: the Linears of one group must all be I8 or all float",
+                       m->dir, names[0]);
+    if (!m->quantized)
+        return b8_fail(L->e, BERT8_ERR_MISSING, "%s: the checkpoint has I8 tensors but no quantization_config.json",
+                       m->dir);
+    b8_qmode mode = config_mode(L, l, g);
+    if (mode == B8_QMODE_FP32)
+        return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: quantization_config.json says \"%s\" of layer %lld is fp32, "
+                       "but \"%s.weight\" is I8", m->dir, d->key, (long long)l, names[0]);
+    b8_qlinear *parts[3] = {NULL, NULL, NULL};
+    st = BERT8_OK;
+    for (int i = 0; i < d->n_parts && !st; i++) st = load_qlinear(L, names[i], pn, k, mode, &parts[i]);
+    if (!st && d->n_parts == 1) {
+        ly->q[g] = parts[0];
+        parts[0] = NULL;
+    } else if (!st) {
+        char what[300];
+        snprintf(what, sizeof what, "%s: %s", m->dir, names[0]);
+        st = b8_qlinear_stack(parts, d->n_parts, what, &ly->q[g], L->e);
+    }
+    for (int i = 0; i < d->n_parts; i++) b8_qlinear_free(parts[i]);
+    if (!st && L->qc.groups && l < L->qc.layers) ly->q[g]->alpha = L->qc.groups[l * B8_GROUP_COUNT + g].alpha;
     return st;
+}
+
+static bert8_status get_ln(loader *L, const char *base, bool with_prefix, const float **g, const float **b) {
+    char name[1024];
+    int64_t s[1] = {L->m->cfg.hidden_size};
+    bert8_status st;
+    snprintf(name, sizeof name, "%s.weight", base);
+    if ((st = get_f32(L, name, with_prefix, 1, s, g))) return st;
+    snprintf(name, sizeof name, "%s.bias", base);
+    return get_f32(L, name, with_prefix, 1, s, b);
+}
+
+static bert8_status load_layer(loader *L, int64_t l) {
+    b8_layer *ly = &L->m->layers[l];
+    char name[256];
+    bert8_status st;
+    for (int g = 0; g < B8_GROUP_COUNT; g++)
+        if ((st = load_group(L, l, (b8_group)g))) return st;
+    const b8_part lns[2] = {B8_PART_LN1, B8_PART_LN2};
+    for (int i = 0; i < 2; i++) {
+        b8_model_part_name(L->m, l, lns[i], name, sizeof name);
+        if ((st = get_ln(L, name, false, &ly->w[lns[i]], &ly->b[lns[i]]))) return st;
+    }
+    return BERT8_OK;
+}
+
+bert8_status b8_model_prepare_int8(bert8_model *m, b8_err *e) {
+    bert8_status st;
+    for (int64_t l = 0; l < m->cfg.num_layers; l++) {
+        b8_layer *ly = &m->layers[l];
+        for (int g = 0; g < B8_GROUP_COUNT; g++) {
+            if (!ly->q[g]) continue;
+            /* the LayerNorm whose output feeds the group: folded into it for static scales */
+            const float *lg = NULL, *lb = NULL;
+            if (g == B8_GROUP_QKV) {
+                lg = l == 0 ? m->emb_ln_g : m->layers[l - 1].w[B8_PART_LN2];
+                lb = l == 0 ? m->emb_ln_b : m->layers[l - 1].b[B8_PART_LN2];
+            } else if (g == B8_GROUP_FFN_IN) {
+                lg = ly->w[B8_PART_LN1];
+                lb = ly->b[B8_PART_LN1];
+            }
+            if ((st = b8_qlinear_prepare(ly->q[g], lg, lb, e)))
+                return b8_wrap(e, "layer %lld %s", (long long)l, b8_group_table[g].key);
+            b8_sgemm_w_free(ly->f32[g]);
+            ly->f32[g] = NULL;
+        }
+    }
+    return BERT8_OK;
 }
 
 static bool ends_with(const char *s, const char *suffix) {
@@ -365,26 +385,25 @@ static bert8_status load_heads(loader *L) {
     const int64_t H = c->hidden_size;
     bert8_status st;
     m->has_pooler = c->arch != BERT8_ARCH_DISTILBERT && find_tensor(m, "pooler.dense.weight", true);
-    if (m->has_pooler && (st = get_linear(L, "pooler.dense", true, H, H, true, &m->pooler))) return st;
+    if (m->has_pooler && (st = get_linear(L, "pooler.dense", true, H, H, B8_POST_TANH, &m->pooler))) return st;
     switch (m->info.head) {
     case BERT8_HEAD_BASE: return BERT8_OK;
-    case BERT8_HEAD_QA: return get_linear(L, "qa_outputs", false, 2, H, true, &m->cls_out);
-    case BERT8_HEAD_TOKEN_CLS:
-        return get_linear(L, "classifier", false, c->num_labels, H, true, &m->cls_out);
+    case BERT8_HEAD_QA: return get_linear(L, "qa_outputs", false, 2, H, B8_POST_NONE, &m->cls_out);
+    case BERT8_HEAD_TOKEN_CLS: return get_linear(L, "classifier", false, c->num_labels, H, B8_POST_NONE, &m->cls_out);
     case BERT8_HEAD_SEQ_CLS:
         if (c->arch == BERT8_ARCH_DISTILBERT) {
-            if ((st = get_linear(L, "pre_classifier", false, H, H, true, &m->cls_dense))) return st;
-            return get_linear(L, "classifier", false, c->num_labels, H, true, &m->cls_out);
+            if ((st = get_linear(L, "pre_classifier", false, H, H, B8_POST_RELU, &m->cls_dense))) return st;
+            return get_linear(L, "classifier", false, c->num_labels, H, B8_POST_NONE, &m->cls_out);
         }
         if (c->arch == BERT8_ARCH_XLMR) {
-            if ((st = get_linear(L, "classifier.dense", false, H, H, true, &m->cls_dense))) return st;
-            return get_linear(L, "classifier.out_proj", false, c->num_labels, H, true, &m->cls_out);
+            if ((st = get_linear(L, "classifier.dense", false, H, H, B8_POST_TANH, &m->cls_dense))) return st;
+            return get_linear(L, "classifier.out_proj", false, c->num_labels, H, B8_POST_NONE, &m->cls_out);
         }
         if (!m->has_pooler)
             return b8_fail(L->e, BERT8_ERR_MISSING,
                            "%s: tensor \"%spooler.dense.weight\" is missing (BERT sequence classification "
                            "classifies the pooled first token)", m->dir, m->prefix);
-        return get_linear(L, "classifier", false, c->num_labels, H, true, &m->cls_out);
+        return get_linear(L, "classifier", false, c->num_labels, H, B8_POST_NONE, &m->cls_out);
     }
     return BERT8_OK;
 }
@@ -401,12 +420,17 @@ static void fill_info(bert8_model *m) {
     i->num_heads = c->num_heads;
     i->intermediate_size = c->intermediate_size;
     i->max_position_embeddings = c->max_position_embeddings;
+    /* XLM-R positions start after the padding index: pad_token_id + 1 of them are unusable */
+    i->max_seq_len = c->arch == BERT8_ARCH_XLMR ? c->max_position_embeddings - c->pad_token_id - 1
+                                                : c->max_position_embeddings;
     i->type_vocab_size = c->type_vocab_size;
     i->num_labels = i->head == BERT8_HEAD_BASE ? 0 : (i->head == BERT8_HEAD_QA ? 2 : c->num_labels);
     i->pad_token_id = c->pad_token_id;
     i->layer_norm_eps = c->layer_norm_eps;
     i->hidden_act = c->act_name;
     i->has_pooler = m->has_pooler;
+    i->quantized = m->quantized;
+    i->scheme = m->scheme;
     i->tensor_count = (int64_t)b8_st_count(m->st);
     i->weight_bytes = (int64_t)b8_st_data_bytes(m->st);
     const int64_t H = c->hidden_size, I = c->intermediate_size;
@@ -423,8 +447,8 @@ bert8_load_params bert8_default_load_params(void) {
     return p;
 }
 
-bert8_status bert8_model_load(const char *dir, const bert8_load_params *params, bert8_model **out,
-                              char *err, size_t err_len) {
+bert8_status bert8_model_load(const char *dir, const bert8_load_params *params, bert8_model **out, char *err,
+                              size_t err_len) {
     b8_err e;
     b8_err_clear(&e);
     if (out) *out = NULL;
@@ -432,23 +456,45 @@ bert8_status bert8_model_load(const char *dir, const bert8_load_params *params, 
         if (err && err_len) snprintf(err, err_len, "bert8_model_load: dir and out must not be NULL");
         return BERT8_ERR_INVALID_ARG;
     }
+    bert8_status st = b8_cpu_check_env(&e);
+    if (st) {
+        if (err && err_len) snprintf(err, err_len, "%s", e.msg);
+        return st;
+    }
     if (params && params->threads > 0) bert8_set_threads(params->threads);
     bert8_model *m = calloc(1, sizeof *m);
-    bert8_status st = BERT8_OK;
     if (!m || !(m->dir = strdup(dir))) {
         free(m);
         if (err && err_len) snprintf(err, err_len, "out of memory");
         return BERT8_ERR_NOMEM;
     }
-    loader L = {m, &e};
+    loader L = {m, &e, {0}};
     struct stat sb;
+    bool qpresent = false;
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         st = b8_fail(&e, BERT8_ERR_IO, "model folder %s does not exist or is not a folder", dir);
         goto fail;
     }
     if ((st = b8_config_load(dir, &m->cfg, &e))) goto fail;
     if ((st = b8_st_open_dir(dir, &m->st, &e))) goto fail;
-    if ((st = b8_quant_read_config(m, &e))) goto fail;
+    if ((st = b8_qconfig_read(dir, &qpresent, &L.qc, &e))) goto fail;
+    if (qpresent) {
+        bool has_i8 = false;
+        for (size_t i = 0; i < b8_st_count(m->st) && !has_i8; i++) has_i8 = b8_st_at(m->st, i)->dtype == B8_I8;
+        if (!has_i8) {
+            st = b8_fail(&e, BERT8_ERR_FORMAT, "%s: quantization_config.json present but no I8 weights", dir);
+            goto fail;
+        }
+        if (L.qc.groups && L.qc.layers != m->cfg.num_layers) {
+            st = b8_fail(&e, BERT8_ERR_FORMAT, "%s: quantization_config.json describes %lld layers, config.json %lld",
+                         dir, (long long)L.qc.layers, (long long)m->cfg.num_layers);
+            goto fail;
+        }
+        m->quantized = true;
+        m->scheme = L.qc.scheme;
+        m->calib_samples = L.qc.calib_samples;
+        snprintf(m->keep_fp32, sizeof m->keep_fp32, "%s", L.qc.keep_fp32);
+    }
     if ((st = detect_prefix_and_head(&L))) goto fail;
     const b8_config *c = &m->cfg;
     const int64_t H = c->hidden_size;
@@ -456,60 +502,48 @@ bert8_status bert8_model_load(const char *dir, const bert8_load_params *params, 
     int64_t s_type[2] = {c->type_vocab_size, H};
     if ((st = get_f32(&L, "embeddings.word_embeddings.weight", true, 2, s_word, &m->word_emb)) ||
         (st = get_f32(&L, "embeddings.position_embeddings.weight", true, 2, s_pos, &m->pos_emb)) ||
-        (st = get_ln(&L, "embeddings.LayerNorm", &m->emb_ln_g, &m->emb_ln_b)))
+        (st = get_ln(&L, "embeddings.LayerNorm", true, &m->emb_ln_g, &m->emb_ln_b)))
         goto fail;
     if (c->arch != BERT8_ARCH_DISTILBERT && c->type_vocab_size > 0 &&
         (st = get_f32(&L, "embeddings.token_type_embeddings.weight", true, 2, s_type, &m->type_emb)))
         goto fail;
-    if (c->num_layers > 0) {
-        m->layers = calloc((size_t)c->num_layers, sizeof *m->layers);
-        if (!m->layers) {
-            st = b8_fail(&e, BERT8_ERR_NOMEM, "out of memory");
-            goto fail;
-        }
+    if (c->num_layers > 0 && !(m->layers = calloc((size_t)c->num_layers, sizeof *m->layers))) {
+        st = b8_fail(&e, BERT8_ERR_NOMEM, "out of memory");
+        goto fail;
     }
     for (int64_t i = 0; i < c->num_layers; i++)
-        if ((st = load_layer(&L, i, &m->layers[i]))) goto fail;
+        if ((st = load_layer(&L, i))) goto fail;
     if ((st = load_heads(&L))) goto fail;
-    if (m->quantized && (st = b8_quant_finalize(m, &e))) goto fail;
+    if (m->quantized && (st = b8_model_prepare_int8(m, &e))) goto fail;
     fill_info(m);
-    m->info.quantized = m->quantized;
     if (params && params->verbose)
         fprintf(stderr, "bert8: loaded %s (%s, %lld layers, hidden %lld)\n", dir, c->model_type,
                 (long long)c->num_layers, (long long)H);
+    b8_qconfig_free(&L.qc);
     *out = m;
     return BERT8_OK;
 fail:
     if (err && err_len) snprintf(err, err_len, "%s", e.msg);
+    b8_qconfig_free(&L.qc);
     bert8_model_free(m);
     return st;
 }
-
-static void free_linear(b8_linear *l) { b8_sgemm_w_free(l->f32); }
 
 void bert8_model_free(bert8_model *m) {
     if (!m) return;
     if (m->layers) {
         for (int64_t i = 0; i < m->cfg.num_layers; i++) {
             b8_layer *ly = &m->layers[i];
-            b8_sgemm_w_free(ly->qkv);
-            free_linear(&ly->attn_out);
-            free_linear(&ly->ffn_in);
-            free_linear(&ly->ffn_out);
-            b8_qlinear_free(ly->qkv_q);
-            b8_qlinear_free(ly->attn_out_q);
-            b8_qlinear_free(ly->ffn_in_q);
-            b8_qlinear_free(ly->ffn_out_q);
-            b8_free_aligned(ly->qkv_qg);
-            b8_free_aligned(ly->qkv_qb);
-            b8_free_aligned(ly->ffn_qg);
-            b8_free_aligned(ly->ffn_qb);
+            for (int g = 0; g < B8_GROUP_COUNT; g++) {
+                b8_sgemm_w_free(ly->f32[g]);
+                b8_qlinear_free(ly->q[g]);
+            }
         }
         free(m->layers);
     }
-    free_linear(&m->pooler);
-    free_linear(&m->cls_dense);
-    free_linear(&m->cls_out);
+    b8_sgemm_w_free(m->pooler.f32);
+    b8_sgemm_w_free(m->cls_dense.f32);
+    b8_sgemm_w_free(m->cls_out.f32);
     for (size_t i = 0; i < m->n_owned; i++) b8_free_aligned(m->owned[i]);
     free(m->owned);
     b8_st_close(m->st);

@@ -1,29 +1,18 @@
-/* model.h: the loaded model: configuration, the mapped checkpoint, and per-layer weights
- * (raw FP32 views for calibration plus packed copies for the GEMMs). Immutable after load. */
+/* model.h: the loaded model: configuration, the mapped checkpoint, and per-layer weights (raw
+ * FP32 views for calibration, packed FP32 products, INT8 products). Immutable once
+ * bert8_model_load (or bert8_quantize) returns: any number of threads may share it. */
 #ifndef BERT8_MODEL_H
 #define BERT8_MODEL_H
 
 #include "base/common.h"
 #include "io/config.h"
+#include "io/names.h"
+#include "io/qformat.h"
 #include "io/safetensors.h"
 #include "kernels/gemm_f32/sgemm.h"
-#include "kernels/gemm_s8/qgemm.h"
+#include "quant/qlinear.h"
 
-/* An INT8 Linear layer (SmoothQuant W8A8): y = (x / smooth) W'^T + b with W' = W * smooth,
- * stored int8 per output channel. */
-typedef struct b8_qlinear {
-    int64_t n, k;
-    int8_t *wq;       /* [n][k] */
-    float *w_scale;   /* [n] */
-    float *bias;      /* [n] */
-    float *smooth;    /* [k]: the input is divided by it */
-    float a_scale;    /* static: scale of the smoothed input (x / smooth ~ a_scale * q); 0 dynamic */
-    float alpha;      /* migration strength used (-1: smoothing off) */
-    float *in_mul;    /* [k]: 1 / (smooth * a_scale) static, 1 / smooth dynamic */
-    b8_qweight *packed;
-} b8_qlinear;
-
-/* One Linear layer: raw weight [n][k] and bias [n] (FP32, read-only) and its packed form. */
+/* A Linear layer outside the encoder layers (pooler, task heads): raw views and packed form. */
 typedef struct b8_linear {
     int64_t n, k;
     const float *w; /* [n][k] */
@@ -32,18 +21,13 @@ typedef struct b8_linear {
 } b8_linear;
 
 typedef struct b8_layer {
-    b8_linear q, k, v;     /* raw views; qkv packs the three as one [3H][H] product */
-    b8_sgemm_w *qkv;
-    b8_linear attn_out;    /* [H][H] */
-    const float *ln1_g, *ln1_b; /* after attention (DistilBERT: sa_layer_norm) */
-    b8_linear ffn_in;      /* [I][H] */
-    b8_linear ffn_out;     /* [H][I] */
-    const float *ln2_g, *ln2_b; /* after the FFN (DistilBERT: output_layer_norm) */
-    /* INT8 (NULL when the layer runs in FP32) */
-    b8_qlinear *qkv_q, *attn_out_q, *ffn_in_q, *ffn_out_q;
-    /* static scheme: the LayerNorm feeding QKV (embeddings' or the previous layer's second)
-     * and the one feeding FFN-in, with 1/(smooth * a_scale) folded into gamma and beta */
-    float *qkv_qg, *qkv_qb, *ffn_qg, *ffn_qb;
+    /* FP32 views of every part (LayerNorms: gamma in w, beta in b), mapped or owned by the
+     * model; NULL for the Linears a quantized checkpoint stores in INT8. */
+    const float *w[B8_PART_COUNT];
+    const float *b[B8_PART_COUNT];
+    /* Each Linear group runs either FP32 (f32) or INT8 (q); the other is NULL. */
+    b8_sgemm_w *f32[B8_GROUP_COUNT];
+    b8_qlinear *q[B8_GROUP_COUNT];
 } b8_layer;
 
 struct bert8_model {
@@ -61,6 +45,7 @@ struct bert8_model {
     b8_linear pooler;           /* [H][H], tanh */
     b8_linear cls_dense;        /* DistilBERT pre_classifier (ReLU) / XLM-R classifier.dense (tanh) */
     b8_linear cls_out;          /* classifier / classifier.out_proj / qa_outputs ([2][H]) */
+    /* INT8: how it was quantized (written back by bert8_model_save) */
     bool quantized;
     bert8_scheme scheme;
     int64_t calib_samples;
@@ -70,16 +55,22 @@ struct bert8_model {
     size_t n_owned, cap_owned;
 };
 
-/* The parts of one encoder layer, in checkpoint order. */
-enum {
-    B8_PART_Q, B8_PART_K, B8_PART_V, B8_PART_ATTN_OUT, B8_PART_LN1, B8_PART_FFN_IN, B8_PART_FFN_OUT,
-    B8_PART_LN2, B8_PART_COUNT
-};
-/* Writes the transformers name of a layer part, without ".weight"/".bias"
- * (e.g. "bert.encoder.layer.3.attention.self.query"); the model's prefix only when asked. */
-void b8_layer_part_name(const bert8_model *m, int64_t layer, int part, bool with_prefix, char *out,
-                        size_t cap);
-/* Q, K and V of a layer as one [3H][H] weight and [3H] bias (free both with b8_free_aligned). */
-bert8_status b8_layer_join_qkv(const b8_layer *ly, int64_t H, float **w, float **b, b8_err *e);
+/* The transformers name of part `part` of layer `layer`, with the model's prefix. */
+void b8_model_part_name(const bert8_model *m, int64_t layer, b8_part part, char *out, size_t cap);
+
+/* The FP32 weight [n][k] and bias [n] of Linear group g of a layer (Q, K and V stacked into a
+ * fresh [3H][H] copy). *owned says whether the caller must b8_free_aligned w and b. Fails
+ * with BERT8_ERR_MISSING when the checkpoint stores that group in INT8 only. */
+bert8_status b8_layer_group_fp32(const bert8_model *m, int64_t layer, b8_group g, const float **w,
+                                 const float **b, bool *owned, b8_err *e);
+
+/* Finishes the INT8 groups of every layer (multipliers, LayerNorm folds, packing) and drops
+ * the packed FP32 products they replace. Called by the loader and by bert8_quantize. */
+bert8_status b8_model_prepare_int8(bert8_model *m, b8_err *e);
+
+/* The mode group g of layer l runs in: B8_QMODE_FP32 or that of its INT8 form. */
+static inline b8_qmode b8_layer_mode(const b8_layer *ly, b8_group g) {
+    return ly->q[g] ? ly->q[g]->mode : B8_QMODE_FP32;
+}
 
 #endif

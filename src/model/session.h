@@ -1,20 +1,14 @@
-/* session.h: per-request state: scratch buffers sized for the largest batch seen, the
- * outputs of the last call, and the last error message. */
+/* session.h: per-request state: scratch buffers sized for the largest batch seen, the outputs
+ * of the last call, the last error message, and the calibration hook. One session serves one
+ * call at a time; the model it runs is shared and never changed. */
 #ifndef BERT8_SESSION_H
 #define BERT8_SESSION_H
 
 #include "model/model.h"
 
-typedef struct b8_buf {
-    void *p;
-    size_t cap; /* bytes */
-} b8_buf;
-
-/* Calibration hook: sees the FP32 input of each Linear group of each layer. site: 0 = QKV
- * input, 1 = attention-output input (context), 2 = FFN-in input, 3 = FFN-out input (after the
- * activation). rows are tokens; mask (may be NULL) says which rows are real tokens. */
-enum { B8_SITE_QKV, B8_SITE_ATTN_OUT, B8_SITE_FFN_IN, B8_SITE_FFN_OUT, B8_SITES };
-typedef void (*b8_observer)(void *ctx, int64_t layer, int site, const float *x, int64_t rows,
+/* Calibration hook: sees the FP32 activation at each site of each layer (io/names.h). rows are
+ * tokens (or attention rows); mask (may be NULL) says which rows are real tokens. */
+typedef void (*b8_observer)(void *ctx, int64_t layer, b8_site site, const float *x, int64_t rows,
                             int64_t cols, const int32_t *mask);
 
 struct bert8_session {
@@ -22,14 +16,20 @@ struct bert8_session {
     b8_err err;
     b8_observer observe;
     void *observe_ctx;
+    /* fp32 activations: hidden [M][H], Q|K|V [M][3H], context [M][H], FFN [M][I] */
+    b8_buf x, qkv, ctx, ffn;
+    /* int8 activations of the Linear inputs ([M][H] and [M][I]) and their per-row scales */
     b8_buf xq, hq, rowscale, rowscale2;
-    b8_buf x, qkv, scores, ctx, ffn, first, pooled, tmp, logits, start, end, ids;
+    b8_buf att;     /* attention scratch, one slice per thread */
+    b8_buf gemm_ws; /* INT8 GEMM scratch (packed activations, tiles) */
+    /* heads and outputs */
+    b8_buf starts, first, pooled, tmp, logits, start, end;
     bert8_outputs out;
     int profiling;
     double prof[BERT8_OP_COUNT];
 };
 
-/* Grows buf to at least `count * size` bytes (64-byte aligned); contents are not kept. */
-bert8_status b8_buf_reserve(b8_buf *buf, size_t count, size_t size, b8_err *e);
+/* Installs (or with fn NULL removes) the calibration hook. */
+void b8_session_set_observer(bert8_session *s, b8_observer fn, void *ctx);
 
 #endif

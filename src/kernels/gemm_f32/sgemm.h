@@ -1,5 +1,10 @@
-/* sgemm.h: the FP32 matrix products of the forward pass, on oneDNN's matmul with weights
- * prepacked once at load. This path is the baseline every INT8 speedup is measured against. */
+/* sgemm.h: the FP32 matrix products of the forward pass (Linear layers and task heads), on
+ * oneDNN's matmul. This path is the baseline every INT8 speedup is measured against.
+ *
+ * Each packed weight owns exactly one oneDNN primitive, created when it is packed, whose M and
+ * row strides are given at run time: a packed weight is immutable afterwards, any number of
+ * threads may use it at once, and memory does not grow with the number of distinct batch
+ * shapes a long-running process sees. */
 #ifndef BERT8_SGEMM_H
 #define BERT8_SGEMM_H
 
@@ -13,18 +18,21 @@ typedef enum b8_post {
     B8_POST_TANH
 } b8_post;
 
-/* A Linear layer's weight W [N][K] (out x in) and bias [N], packed into oneDNN's blocked layout. */
+/* A Linear layer's weight W [N][K] (out x in) and bias [N], in oneDNN's layout, with its
+ * epilogue: C = post(A W^T + bias), plus C's previous contents when accumulate is set. */
 typedef struct b8_sgemm_w b8_sgemm_w;
 
-bert8_status b8_sgemm_w_pack(const float *w, const float *bias, int64_t n, int64_t k,
-                             b8_sgemm_w **out, b8_err *e);
-void b8_sgemm_w_free(b8_sgemm_w *w);
-int64_t b8_sgemm_w_n(const b8_sgemm_w *w);
-int64_t b8_sgemm_w_k(const b8_sgemm_w *w);
+/* bias may be NULL (zeros). */
+bert8_status b8_sgemm_w_pack(const float *w, const float *bias, int64_t n, int64_t k, b8_post post,
+                             bool accumulate, b8_sgemm_w **out, b8_err *e);
+void b8_sgemm_w_free(b8_sgemm_w *w); /* NULL is a no-op */
 
-/* C[m][n] = post(sum_k A[m][k] W[n][k] + bias[n]) (+ C[m][n] before the call when accumulate).
- * A is M x K with row stride lda, C is M x N with row stride ldc. Thread-safe. */
+/* C [m][ldc] = the weight's epilogue of A [m][lda] x W^T. m may be 0. Thread-safe. */
 bert8_status b8_sgemm(const b8_sgemm_w *w, const float *a, int64_t lda, int64_t m, float *c,
-                      int64_t ldc, b8_post post, bool accumulate, b8_err *e);
+                      int64_t ldc, b8_err *e);
+
+/* Caps the ISA oneDNN's own kernels may use to bert8's level (BERT8_MAX_ISA), so that a capped
+ * run really runs capped code; called before the first primitive is made. */
+void b8_sgemm_apply_isa_cap(void);
 
 #endif

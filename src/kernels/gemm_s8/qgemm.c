@@ -230,12 +230,6 @@ const char *b8_qweight_kernel_name(const b8_qweight *w) { return w ? w->kernel->
 int64_t b8_qweight_n(const b8_qweight *w) { return w ? w->N : 0; }
 int64_t b8_qweight_k(const b8_qweight *w) { return w ? w->K : 0; }
 
-size_t b8_qweight_bytes(const b8_qweight *w) {
-    if (!w) return 0;
-    return sizeof *w + w->packed_bytes + (size_t)w->Np * sizeof(float) +
-           (w->comp ? (size_t)w->Np * sizeof(int32_t) : 0);
-}
-
 /* ---- the macro-kernel ---- */
 
 typedef struct run_plan {
@@ -299,7 +293,8 @@ static void run_unit(const run_plan *p, int64_t mi, int64_t ni, int32_t *scratch
 #define B8_QGEMM_SERIAL_MACS (1 << 22)
 
 static bert8_status run_blis(const int8_t *A, int64_t lda, int64_t M, const b8_qweight *w,
-                             const b8_qepilogue *ep, int32_t *C, int64_t ldc, b8_err *e) {
+                             const b8_qepilogue *ep, int32_t *C, int64_t ldc, b8_buf *ws,
+                             b8_err *e) {
     const b8_qblis *b = w->kernel->blis;
     const b8_qblocking *bl = blocking_for(b);
     if (!bl || bl->mr != b->mr || bl->nr != b->nr || bl->mc % b->mr)
@@ -349,10 +344,12 @@ static bert8_status run_blis(const int8_t *A, int64_t lda, int64_t M, const b8_q
     if (!b8_mul_ok(p.scratch_bytes, (size_t)nt, &scratch_total) ||
         !b8_add_ok(scratch_total, apack_bytes, &scratch_total))
         return b8_fail(e, BERT8_ERR_TOO_LARGE, "INT8 GEMM scratch size overflows");
-    uint8_t *mem = b8_malloc_aligned(scratch_total);
-    if (!mem)
+    b8_buf local = {0};
+    if (!ws) ws = &local;
+    if (b8_buf_reserve(ws, scratch_total, 1, NULL) != BERT8_OK)
         return b8_fail(e, BERT8_ERR_NOMEM, "out of memory for %zu bytes of INT8 GEMM scratch",
                        scratch_total);
+    uint8_t *mem = ws->p;
     p.apack = mem + p.scratch_bytes * (size_t)nt;
 
     int64_t units = p.mb * p.nb;
@@ -370,7 +367,7 @@ static bert8_status run_blis(const int8_t *A, int64_t lda, int64_t M, const b8_q
 #pragma omp for schedule(dynamic, 1)
         for (int64_t u = 0; u < units; u++) run_unit(&p, u % p.mb, u / p.mb, scratch);
     }
-    b8_free_aligned(mem);
+    b8_buf_free(&local);
     return BERT8_OK;
 }
 
@@ -390,7 +387,7 @@ static bert8_status check_call(const int8_t *A, int64_t lda, int64_t M, const b8
 }
 
 bert8_status b8_qgemm(const int8_t *A, int64_t lda, int64_t M, const b8_qweight *W,
-                      const b8_qepilogue *ep, b8_err *e) {
+                      const b8_qepilogue *ep, b8_buf *ws, b8_err *e) {
     bert8_status st = check_call(A, lda, M, W, e);
     if (st != BERT8_OK) return st;
     if (!ep || !ep->a_scale)
@@ -408,7 +405,7 @@ bert8_status b8_qgemm(const int8_t *A, int64_t lda, int64_t M, const b8_qweight 
     if ((unsigned)ep->act > B8_ACT_RELU)
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "qgemm: unknown activation %d", (int)ep->act);
     if (M == 0) return BERT8_OK;
-    if (W->kernel->blis) return run_blis(A, lda, M, W, ep, NULL, 0, e);
+    if (W->kernel->blis) return run_blis(A, lda, M, W, ep, NULL, 0, ws, e);
     return W->kernel->run(A, lda, M, W, ep, NULL, 0, e);
 }
 
@@ -421,6 +418,6 @@ bert8_status b8_qgemm_s32(const int8_t *A, int64_t lda, int64_t M, const b8_qwei
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "qgemm_s32: ldc=%lld < N=%lld",
                        (long long)ldc, (long long)W->N);
     if (M == 0) return BERT8_OK;
-    if (W->kernel->blis) return run_blis(A, lda, M, W, NULL, C, ldc, e);
+    if (W->kernel->blis) return run_blis(A, lda, M, W, NULL, C, ldc, NULL, e);
     return W->kernel->run(A, lda, M, W, NULL, C, ldc, e);
 }

@@ -59,11 +59,12 @@ void b8_qweight_free(b8_qweight *w); /* NULL is a no-op */
 const char *b8_qweight_kernel_name(const b8_qweight *w);
 int64_t b8_qweight_n(const b8_qweight *w);
 int64_t b8_qweight_k(const b8_qweight *w);
-size_t b8_qweight_bytes(const b8_qweight *w); /* memory held by the packed weights */
 
-/* out = epilogue(A [M][lda] x W^T). M may be 0. */
+/* out = epilogue(A [M][lda] x W^T). M may be 0. ws: the caller's scratch (packed A and per-thread
+ * tiles), grown as needed and reused across calls; NULL allocates and frees one per call. A ws
+ * must not be used by two calls at once. */
 bert8_status b8_qgemm(const int8_t *A, int64_t lda, int64_t M, const b8_qweight *W,
-                      const b8_qepilogue *ep, b8_err *e);
+                      const b8_qepilogue *ep, b8_buf *ws, b8_err *e);
 
 /* The raw accumulators, for tests: C[m*ldc + n] = sum_k A[m][k] * W[n][k]. */
 bert8_status b8_qgemm_s32(const int8_t *A, int64_t lda, int64_t M, const b8_qweight *W,

@@ -13,10 +13,15 @@
  * The scales are fixed when a primitive is created (oneDNN 2.6's brgemm matmul rejects
  * run-time scales and falls back to its reference code), so a_scale is part of the cache key
  * with M, the strides and the epilogue form; a static-scale layer needs one primitive per M.
+ * (oneDNN 2.6's int8 matmul with a run-time M rejects binary post-ops and falls to slower
+ * code, so this comparison backend keeps fixed-M primitives.) The cache holds at most
+ * CACHE_SLOTS primitives per weight; shapes past that get a primitive made and destroyed
+ * within the call, so memory stays bounded whatever shapes a process sees.
  * Dynamic per-row activation scales would need an M x N scale array in oneDNN 2.x, so that
  * case runs oneDNN to int32 and then bert8's scalar epilogue. Primitives are cached in the
  * weight object under a mutex. */
 #include "kernels/gemm_s8/qgemm_impl.h"
+#include "kernels/gemm_f32/sgemm.h"
 
 #include <dnnl.h>
 #include <omp.h>
@@ -82,6 +87,7 @@ bert8_status b8_qgemm_dnnl_prepare(b8_qweight *w, const int8_t *src, b8_err *e) 
     if (!st) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory for the oneDNN backend");
     w->backend = st;
     pthread_mutex_init(&st->mu, NULL);
+    b8_sgemm_apply_isa_cap();
     dnnl_status_t s = dnnl_engine_create(&st->eng, dnnl_cpu, 0);
     if (s != dnnl_success) return dfail(e, s, "engine creation");
 

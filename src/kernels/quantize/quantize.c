@@ -9,19 +9,13 @@
 
 #define LANES B8_QUANT_LANES
 
-static inline int8_t q8(float v) {
-    v = v > -127.0f ? v : -127.0f; /* NaN -> -127, as maxps */
-    v = v < 127.0f ? v : 127.0f;
-    return (int8_t)(int32_t)rintf(v);
-}
-
 void b8_quantize_static__scalar(const float *x, int64_t ldx, int64_t rows, int64_t n,
                                 const float *mul, float inv_scale, int8_t *q, int64_t ldq) {
     for (int64_t r = 0; r < rows; r++)
         for (int64_t j = 0; j < n; j++) {
             float v = x[r * ldx + j];
             if (mul) v = v * mul[j];
-            q[r * ldq + j] = q8(v * inv_scale);
+            q[r * ldq + j] = b8_q8(v * inv_scale);
         }
 }
 
@@ -38,7 +32,7 @@ void b8_quantize_dynamic__scalar(const float *x, int64_t ldx, int64_t rows, int6
         row_scale[r] = s;
         for (int64_t j = 0; j < n; j++) {
             float v = mul ? xr[j] * mul[j] : xr[j];
-            q[r * ldq + j] = q8(v * inv);
+            q[r * ldq + j] = b8_q8(v * inv);
         }
     }
 }
@@ -72,7 +66,7 @@ void b8_layernorm_quantize__scalar(const float *x, int64_t ldx, int64_t rows, in
         ln_stats(xr, n, p->eps, &mean, &rstd);
         for (int64_t j = 0; j < n; j++) {
             float d = (xr[j] - mean) * rstd;
-            q[r * ldq + j] = q8(fmaf(d, p->qg[j], p->qb[j]));
+            q[r * ldq + j] = b8_q8(fmaf(d, p->qg[j], p->qb[j]));
             if (p->y) p->y[r * p->ldy + j] = fmaf(d, p->g[j], p->b[j]);
         }
     }

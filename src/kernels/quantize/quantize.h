@@ -58,6 +58,14 @@ B8_QUANT_TWINS(avx2)
 B8_QUANT_TWINS(avx512)
 #undef B8_QUANT_TWINS
 
+/* The one fp32 -> int8 rounding of the library (weights and activations): clamp to
+ * [-127, 127] (NaN -> -127, as maxps), then round half to even. */
+static inline int8_t b8_q8(float v) {
+    v = v > -127.0f ? v : -127.0f;
+    v = v < 127.0f ? v : 127.0f;
+    return (int8_t)(int32_t)__builtin_rintf(v);
+}
+
 /* Lane count of the shared summation order. */
 #define B8_QUANT_LANES 16
 

@@ -1,0 +1,217 @@
+/* smoothquant.c: bert8_quantize: calibrate an FP32 model, choose SmoothQuant factors (a fixed
+ * alpha or a per-group search on sampled activations) and build the INT8 model. */
+#include <fnmatch.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calibrate/calibrate.h"
+#include "kernels/quantize/quantize.h"
+
+static const float ALPHA_GRID[] = {0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f, 0.9f};
+
+bert8_quant_params bert8_default_quant_params(void) {
+    bert8_quant_params p = {BERT8_SCHEME_STATIC, 0.5f, 1, 512, NULL, 0};
+    return p;
+}
+
+/* Output error of one candidate on the sampled rows: || X W^T - dq(q(X/s)) dq(q(W s))^T ||^2 */
+static bert8_status candidate_error(int64_t n, int64_t k, const b8_site_stats *ss, const float *yref,
+                                    const b8_qlinear *q, double *err, b8_err *e) {
+    const int64_t S = ss->kept;
+    float *wd = b8_malloc_aligned((size_t)(n * k) * sizeof(float));
+    float *xd = b8_malloc_aligned((size_t)(S * k) * sizeof(float));
+    float *y = b8_malloc_aligned((size_t)(S * n) * sizeof(float));
+    b8_sgemm_w *pw = NULL;
+    bert8_status st = BERT8_OK;
+    if (!wd || !xd || !y) {
+        st = b8_fail(e, BERT8_ERR_NOMEM, "out of memory in the alpha search");
+        goto out;
+    }
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < k; j++) wd[i * k + j] = q->wq[i * k + j] * q->w_scale[i];
+    for (int64_t r = 0; r < S; r++) {
+        const float *xr = ss->sample + r * k;
+        float a = q->a_scale;
+        if (q->mode == B8_QMODE_DYNAMIC) {
+            float m = 0;
+            for (int64_t j = 0; j < k; j++) m = fmaxf(m, fabsf(xr[j] / q->smooth[j]));
+            a = m > 0 ? m / 127.0f : 1.0f;
+        }
+        for (int64_t j = 0; j < k; j++) xd[r * k + j] = b8_q8(xr[j] / q->smooth[j] / a) * a;
+    }
+    if ((st = b8_sgemm_w_pack(wd, NULL, n, k, B8_POST_NONE, false, &pw, e)) ||
+        (st = b8_sgemm(pw, xd, k, S, y, n, e)))
+        goto out;
+    double sum = 0;
+    for (int64_t i = 0; i < S * n; i++) {
+        double d = (double)y[i] - yref[i];
+        sum += d * d;
+    }
+    *err = sum;
+out:
+    b8_sgemm_w_free(pw);
+    b8_free_aligned(wd);
+    b8_free_aligned(xd);
+    b8_free_aligned(y);
+    return st;
+}
+
+/* Quantizes one Linear group, searching alpha when asked (alpha < 0 with smoothing on). Any
+ * failure of any candidate fails the group: a search never settles on a partial result. */
+static bert8_status quantize_group(const float *w, const float *b, int64_t n, int64_t k, const b8_site_stats *ss,
+                                   const bert8_quant_params *p, b8_qmode mode, b8_qlinear **out, b8_err *e) {
+    *out = NULL;
+    /* smoothing off (s = 1) keeps the calibrated ranges: naive W8A8 still needs its static
+     * activation scale. Without samples, auto falls back to 0.5. */
+    if (!p->smooth) return b8_qlinear_from_fp32(w, b, n, k, ss->amax, -1.0f, mode, out, e);
+    if (p->alpha >= 0 || ss->kept == 0)
+        return b8_qlinear_from_fp32(w, b, n, k, ss->amax, p->alpha >= 0 ? p->alpha : 0.5f, mode, out, e);
+    const int64_t S = ss->kept;
+    float *yref = b8_malloc_aligned((size_t)(S * n) * sizeof(float));
+    b8_sgemm_w *pw = NULL;
+    bert8_status st;
+    if (!yref) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+    if ((st = b8_sgemm_w_pack(w, NULL, n, k, B8_POST_NONE, false, &pw, e)) ||
+        (st = b8_sgemm(pw, ss->sample, k, S, yref, n, e)))
+        goto done;
+    b8_qlinear *best = NULL;
+    double best_err = INFINITY;
+    for (size_t i = 0; i < sizeof ALPHA_GRID / sizeof *ALPHA_GRID; i++) {
+        b8_qlinear *q = NULL;
+        double err = INFINITY;
+        if ((st = b8_qlinear_from_fp32(w, b, n, k, ss->amax, ALPHA_GRID[i], mode, &q, e)) ||
+            (st = candidate_error(n, k, ss, yref, q, &err, e))) {
+            b8_qlinear_free(q);
+            b8_qlinear_free(best);
+            best = NULL;
+            goto done;
+        }
+        if (!best || err < best_err) {
+            b8_qlinear_free(best);
+            best = q;
+            best_err = err;
+        } else {
+            b8_qlinear_free(q);
+        }
+    }
+    *out = best;
+done:
+    b8_sgemm_w_free(pw);
+    b8_free_aligned(yref);
+    return st;
+}
+
+/* true when a tensor name matches one of the comma-separated glob patterns */
+static bool keep_fp32(const char *patterns, const char *name) {
+    if (!patterns || !*patterns) return false;
+    char buf[256];
+    const char *p = patterns;
+    while (*p) {
+        const char *c = strchr(p, ',');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        if (len > 0 && len < sizeof buf) {
+            memcpy(buf, p, len);
+            buf[len] = 0;
+            if (fnmatch(buf, name, 0) == 0) return true;
+        }
+        if (!c) break;
+        p = c + 1;
+    }
+    return false;
+}
+
+/* Whether --keep-fp32 names any checkpoint weight of group g of layer l. */
+static bool group_kept(const bert8_model *m, int64_t l, b8_group g, const char *patterns) {
+    const b8_group_desc *d = &b8_group_table[g];
+    for (int i = 0; i < d->n_parts; i++) {
+        char base[256], wname[300];
+        b8_model_part_name(m, l, d->parts[i], base, sizeof base);
+        snprintf(wname, sizeof wname, "%s.weight", base);
+        if (keep_fp32(patterns, wname)) return true;
+    }
+    return false;
+}
+
+static bert8_status put_err(bert8_status st, char *err, size_t err_len, const char *msg) {
+    if (err && err_len) snprintf(err, err_len, "%s", msg);
+    return st;
+}
+
+bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, size_t n_calib,
+                            const bert8_quant_params *params, bert8_model **out, char *err, size_t err_len) {
+    if (out) *out = NULL;
+    bert8_quant_params p = params ? *params : bert8_default_quant_params();
+    if (!fp32 || !out || (!calib && n_calib))
+        return put_err(BERT8_ERR_INVALID_ARG, err, err_len, "bert8_quantize: model and out must not be NULL");
+    if (fp32->quantized) {
+        char msg[4200];
+        snprintf(msg, sizeof msg, "%s is already quantized", fp32->dir);
+        return put_err(BERT8_ERR_INVALID_ARG, err, err_len, msg);
+    }
+    if (n_calib == 0) return put_err(BERT8_ERR_INVALID_ARG, err, err_len, "calibration needs at least one sequence");
+    if (p.scheme != BERT8_SCHEME_STATIC && p.scheme != BERT8_SCHEME_DYNAMIC) {
+        char msg[64];
+        snprintf(msg, sizeof msg, "unknown scheme %d", (int)p.scheme);
+        return put_err(BERT8_ERR_INVALID_ARG, err, err_len, msg);
+    }
+    if (p.alpha > 1.0f || p.alpha != p.alpha) {
+        char msg[64];
+        snprintf(msg, sizeof msg, "alpha %g is outside [0, 1]", (double)p.alpha);
+        return put_err(BERT8_ERR_INVALID_ARG, err, err_len, msg);
+    }
+    const b8_qmode mode = p.scheme == BERT8_SCHEME_STATIC ? B8_QMODE_STATIC : B8_QMODE_DYNAMIC;
+    const int64_t L = fp32->cfg.num_layers;
+    b8_err e;
+    b8_err_clear(&e);
+    b8_calib cs;
+    bert8_model *m = NULL;
+    bert8_status st = b8_calib_init(&cs, fp32, p.smooth && p.alpha < 0, &e);
+    if (st) return put_err(st, err, err_len, e.msg);
+    /* 1. run the FP32 model over the calibration set, recording every Linear's input */
+    if ((st = b8_calib_run(&cs, fp32, calib, n_calib, p.max_samples, p.progress, &e))) goto done;
+    /* 2. a fresh copy of the model (its own mapping of the checkpoint), then INT8 Linears */
+    char lerr[1024];
+    bert8_load_params lp = bert8_default_load_params();
+    if ((st = bert8_model_load(fp32->dir, &lp, &m, lerr, sizeof lerr))) {
+        b8_fail(&e, st, "%s", lerr);
+        goto done;
+    }
+    m->quantized = true;
+    m->scheme = p.scheme;
+    m->calib_samples = cs.sequences;
+    snprintf(m->keep_fp32, sizeof m->keep_fp32, "%s", p.keep_fp32 ? p.keep_fp32 : "");
+    for (int64_t l = 0; l < L; l++) {
+        for (int g = 0; g < B8_GROUP_COUNT; g++) {
+            if (group_kept(m, l, (b8_group)g, p.keep_fp32)) continue;
+            const float *w, *b;
+            bool owned;
+            int64_t n, k;
+            b8_group_dims((b8_group)g, m->cfg.hidden_size, m->cfg.intermediate_size, &n, &k);
+            if ((st = b8_layer_group_fp32(m, l, (b8_group)g, &w, &b, &owned, &e))) goto done;
+            const b8_site_stats *ss = b8_calib_site(&cs, l, b8_group_table[g].site);
+            st = quantize_group(w, b, n, k, ss, &p, mode, &m->layers[l].q[g], &e);
+            if (owned) {
+                b8_free_aligned((void *)w);
+                b8_free_aligned((void *)b);
+            }
+            if (st) {
+                b8_wrap(&e, "layer %lld %s", (long long)l, b8_group_table[g].key);
+                goto done;
+            }
+        }
+        if (p.progress) b8_calib_progress("quantizing", l + 1, L);
+    }
+    if ((st = b8_model_prepare_int8(m, &e))) goto done;
+    m->info.quantized = 1;
+    m->info.scheme = p.scheme;
+done:
+    b8_calib_free(&cs);
+    if (st) {
+        bert8_model_free(m);
+        return put_err(st, err, err_len, e.msg);
+    }
+    *out = m;
+    return BERT8_OK;
+}

@@ -1,0 +1,75 @@
+/* names.h: the tensor-name table of a Hugging Face BERT-family checkpoint and the table of
+ * Linear groups: which checkpoint tensors each encoder-layer part is stored under, which parts
+ * run as one matrix product, and where a group's input is observed during calibration.
+ *
+ * One table instead of hand-written lists: the loader, the quantizer, the INT8 folder writer
+ * and the forward pass all walk b8_group_table. */
+#ifndef BERT8_NAMES_H
+#define BERT8_NAMES_H
+
+#include "base/common.h"
+
+/* The parts of one encoder layer, in checkpoint order. */
+typedef enum b8_part {
+    B8_PART_Q,
+    B8_PART_K,
+    B8_PART_V,
+    B8_PART_ATTN_OUT,
+    B8_PART_LN1, /* after attention (DistilBERT: sa_layer_norm) */
+    B8_PART_FFN_IN,
+    B8_PART_FFN_OUT,
+    B8_PART_LN2, /* after the FFN (DistilBERT: output_layer_norm) */
+    B8_PART_COUNT
+} b8_part;
+
+/* Linear groups: the matrix products of one layer. Q, K and V share their input and run as
+ * one [3H][H] product. */
+typedef enum b8_group {
+    B8_GROUP_QKV,
+    B8_GROUP_ATTN_OUT,
+    B8_GROUP_FFN_IN,
+    B8_GROUP_FFN_OUT,
+    B8_GROUP_COUNT
+} b8_group;
+
+/* Calibration sites: activations the quantizer observes. Each Linear group reads one; sites
+ * that are not Linear inputs (the attention operands) follow the group inputs. */
+typedef enum b8_site {
+    B8_SITE_QKV_IN,      /* the LayerNorm output entering Q, K, V */
+    B8_SITE_ATTN_OUT_IN, /* the attention context */
+    B8_SITE_FFN_IN_IN,   /* the LayerNorm output entering the FFN */
+    B8_SITE_FFN_OUT_IN,  /* the FFN activation (after GELU) */
+    B8_SITE_Q,           /* attention operands, per layer: Q (scaled), K, V [tokens][H] */
+    B8_SITE_K,
+    B8_SITE_V,
+    B8_SITE_PROBS,       /* the softmax probabilities (max only: [rows][1]) */
+    B8_SITE_COUNT
+} b8_site;
+
+typedef struct b8_group_desc {
+    const char *key;   /* its name in quantization_config.json ("qkv", "attention_output", ...) */
+    int n_parts;       /* checkpoint Linears stacked into the product (N = n_parts x part N) */
+    b8_part parts[3];
+    bool part_n_inter; /* a part's N is the intermediate size (else the hidden size) */
+    bool k_inter;      /* K is the intermediate size (else the hidden size) */
+    b8_site site;      /* where its input is observed */
+} b8_group_desc;
+
+extern const b8_group_desc b8_group_table[B8_GROUP_COUNT];
+
+/* N and K of a group's product for hidden size H and intermediate size I. */
+void b8_group_dims(b8_group g, int64_t H, int64_t I, int64_t *n, int64_t *k);
+
+/* Writes the transformers name of a layer part without ".weight"/".bias", e.g.
+ * "bert.encoder.layer.3.attention.self.query"; prefix ("bert.", "roberta.", "distilbert." or
+ * "") is prepended as given. */
+void b8_part_name(bert8_arch arch, const char *prefix, int64_t layer, b8_part part, char *out,
+                  size_t cap);
+
+/* The tensor suffixes of an INT8 Linear in a bert8 INT8 folder (beside "<base>.weight" I8 and
+ * "<base>.bias" F32). */
+#define B8_QT_WEIGHT_SCALE "weight_scale"   /* F32 [n]: per output channel */
+#define B8_QT_SMOOTH "smooth_factor"        /* F32 [k]: SmoothQuant s, the input is divided by it */
+#define B8_QT_INPUT_SCALE "input_scale"     /* F32 [1]: static scheme, scale of the smoothed input */
+
+#endif

@@ -1,0 +1,194 @@
+/* save.c: bert8_model_save: an INT8 model written as a loadable folder (io/qformat.h):
+ * model.safetensors with every INT8 group in its quantized form and every other tensor as in
+ * the source checkpoint, config.json and the tokenizer files copied, quantization_config.json
+ * recording how each group runs. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "model/model.h"
+
+/* The tensors to write: names always owned, data borrowed from the model or the mapping. */
+typedef struct wlist {
+    b8_st_write_item *it;
+    size_t n, cap;
+    bool oom;
+} wlist;
+
+static void wl_add(wlist *w, const char *name, b8_dtype dt, int ndim, const int64_t *shape, const void *data) {
+    if (w->oom) return;
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 256;
+        b8_st_write_item *ni = realloc(w->it, cap * sizeof *ni);
+        if (!ni) {
+            w->oom = true;
+            return;
+        }
+        w->it = ni;
+        w->cap = cap;
+    }
+    b8_st_write_item item;
+    memset(&item, 0, sizeof item);
+    item.name = strdup(name);
+    if (!item.name) {
+        w->oom = true;
+        return;
+    }
+    item.dtype = dt;
+    item.ndim = ndim;
+    for (int d = 0; d < ndim; d++) item.shape[d] = shape[d];
+    item.data = data;
+    w->it[w->n++] = item;
+}
+
+static void wl_free(wlist *w) {
+    for (size_t i = 0; i < w->n; i++) free((void *)w->it[i].name);
+    free(w->it);
+    memset(w, 0, sizeof *w);
+}
+
+/* rows [r0, r0+n) of an INT8 Linear written under base */
+static void wl_qlinear(wlist *w, const char *base, const b8_qlinear *q, int64_t r0, int64_t n) {
+    char name[512];
+    int64_t s2[2] = {n, q->k}, sn[1] = {n}, sk[1] = {q->k}, s1[1] = {1};
+    snprintf(name, sizeof name, "%s.weight", base);
+    wl_add(w, name, B8_I8, 2, s2, q->wq + r0 * q->k);
+    snprintf(name, sizeof name, "%s.bias", base);
+    wl_add(w, name, B8_F32, 1, sn, q->bias + r0);
+    snprintf(name, sizeof name, "%s.%s", base, B8_QT_WEIGHT_SCALE);
+    wl_add(w, name, B8_F32, 1, sn, q->w_scale + r0);
+    snprintf(name, sizeof name, "%s.%s", base, B8_QT_SMOOTH);
+    wl_add(w, name, B8_F32, 1, sk, q->smooth);
+    if (q->mode == B8_QMODE_STATIC) {
+        snprintf(name, sizeof name, "%s.%s", base, B8_QT_INPUT_SCALE);
+        wl_add(w, name, B8_F32, 1, s1, &q->a_scale);
+    }
+}
+
+/* Whether tensor name is "<base>.<suffix>" for one of the quantized bases. */
+static bool replaced(const char *name, char (*bases)[256], size_t nb) {
+    for (size_t i = 0; i < nb; i++) {
+        size_t bl = strlen(bases[i]);
+        if (!strncmp(name, bases[i], bl) && name[bl] == '.' && !strchr(name + bl + 1, '.')) return true;
+    }
+    return false;
+}
+
+static bert8_status copy_file(const char *from, const char *to, b8_err *e) {
+    size_t n;
+    char *data = b8_read_file(from, &n, e);
+    if (!data) return e->status;
+    FILE *f = fopen(to, "wb");
+    bool ok = f && fwrite(data, 1, n, f) == n;
+    int err = errno;
+    if (f && fclose(f) != 0) ok = false, err = errno;
+    free(data);
+    return ok ? BERT8_OK : b8_fail(e, BERT8_ERR_IO, "cannot write %s: %s", to, strerror(err));
+}
+
+static bool same_folder(const char *a, const char *b) {
+    char ra[PATH_MAX], rb[PATH_MAX];
+    if (!realpath(a, ra) || !realpath(b, rb)) return false;
+    return strcmp(ra, rb) == 0;
+}
+
+bert8_status bert8_model_save(const bert8_model *m, const char *out_dir, char *err, size_t err_len) {
+    b8_err e;
+    b8_err_clear(&e);
+    bert8_status st = BERT8_OK;
+    if (!m || !out_dir) {
+        if (err && err_len) snprintf(err, err_len, "bert8_model_save: model and out_dir must not be NULL");
+        return BERT8_ERR_INVALID_ARG;
+    }
+    if (!m->quantized) {
+        if (err && err_len) snprintf(err, err_len, "bert8_model_save writes quantized models; %s is FP32", m->dir);
+        return BERT8_ERR_INVALID_ARG;
+    }
+    if (same_folder(m->dir, out_dir)) {
+        if (err && err_len)
+            snprintf(err, err_len, "the output folder %s is the model's own folder; write the INT8 model elsewhere",
+                     out_dir);
+        return BERT8_ERR_INVALID_ARG;
+    }
+    wlist w = {0};
+    b8_qconfig qc = {0};
+    const int64_t L = m->cfg.num_layers;
+    char path[4096], from[4096];
+    char(*bases)[256] = calloc((size_t)(L * B8_PART_COUNT) + 1, sizeof *bases);
+    size_t nb = 0;
+    qc.groups = calloc((size_t)(L * B8_GROUP_COUNT) + 1, sizeof *qc.groups);
+    if (!bases || !qc.groups) {
+        st = b8_fail(&e, BERT8_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if (mkdir(out_dir, 0755) != 0 && errno != EEXIST) {
+        st = b8_fail(&e, BERT8_ERR_IO, "cannot create %s: %s", out_dir, strerror(errno));
+        goto done;
+    }
+    /* 1. every group that runs INT8 is written from its quantized form, under its part names */
+    for (int64_t l = 0; l < L; l++) {
+        const b8_layer *ly = &m->layers[l];
+        for (int g = 0; g < B8_GROUP_COUNT; g++) {
+            const b8_group_desc *d = &b8_group_table[g];
+            const b8_qlinear *q = ly->q[g];
+            b8_qgroup *qg = &qc.groups[l * B8_GROUP_COUNT + g];
+            qg->mode = q ? q->mode : B8_QMODE_FP32;
+            qg->alpha = q ? q->alpha : -1.0f;
+            if (!q) continue;
+            const int64_t pn = q->n / d->n_parts;
+            for (int i = 0; i < d->n_parts; i++) {
+                b8_model_part_name(m, l, d->parts[i], bases[nb], sizeof bases[nb]);
+                wl_qlinear(&w, bases[nb], q, i * pn, pn);
+                nb++;
+            }
+        }
+    }
+    /* 2. every other tensor of the source checkpoint is copied as it is */
+    for (size_t i = 0; i < b8_st_count(m->st); i++) {
+        const b8_st_tensor *t = b8_st_at(m->st, i);
+        if (!replaced(t->name, bases, nb)) wl_add(&w, t->name, t->dtype, t->ndim, t->shape, t->data);
+    }
+    if (w.oom) {
+        st = b8_fail(&e, BERT8_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    snprintf(path, sizeof path, "%s/model.safetensors", out_dir);
+    char by[64];
+    snprintf(by, sizeof by, "bert8 %s", bert8_version());
+    const char *meta[] = {"format", "pt", "quantized_by", by, NULL};
+    if ((st = b8_st_write(path, w.it, w.n, meta, &e))) goto done;
+    /* 3. config.json unchanged, tokenizer files copied, quantization_config.json */
+    static const char *const files[] = {"config.json", "vocab.txt", "tokenizer.json", "tokenizer_config.json",
+                                        "special_tokens_map.json", "sentencepiece.bpe.model", "added_tokens.json",
+                                        "modules.json", "sentence_bert_config.json", "1_Pooling/config.json", NULL};
+    for (int i = 0; files[i]; i++) {
+        struct stat sb;
+        snprintf(from, sizeof from, "%s/%s", m->dir, files[i]);
+        if (stat(from, &sb) != 0) continue;
+        if (strchr(files[i], '/')) {
+            snprintf(path, sizeof path, "%s/%.*s", out_dir, (int)(strchr(files[i], '/') - files[i]), files[i]);
+            if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+                st = b8_fail(&e, BERT8_ERR_IO, "cannot create %s: %s", path, strerror(errno));
+                goto done;
+            }
+        }
+        snprintf(path, sizeof path, "%s/%s", out_dir, files[i]);
+        if ((st = copy_file(from, path, &e))) goto done;
+    }
+    qc.version = B8_QFORMAT_VERSION;
+    qc.scheme = m->scheme;
+    qc.calib_samples = m->calib_samples;
+    snprintf(qc.keep_fp32, sizeof qc.keep_fp32, "%s", m->keep_fp32);
+    qc.layers = L;
+    snprintf(path, sizeof path, "%s/quantization_config.json", out_dir);
+    st = b8_qconfig_write(path, &qc, &e);
+done:
+    wl_free(&w);
+    free(bases);
+    b8_qconfig_free(&qc);
+    if (st && err && err_len) snprintf(err, err_len, "%s", e.msg);
+    return st;
+}

@@ -1,0 +1,167 @@
+/* qlinear.c: INT8 Linear layers (see qlinear.h).
+ *
+ * Post-LN BERT feeds each LayerNorm's output both to the next Linear and to the residual path,
+ * so 1/s cannot be folded into the LayerNorm's own gamma/beta: the fused LayerNorm kernel
+ * writes the fp32 output with gamma/beta and, with a second folded pair gamma/(s*a),
+ * beta/(s*a), the int8 input of the next GEMM. */
+#include "quant/qlinear.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/quantize/quantize.h"
+
+#define SMOOTH_MIN 1e-5f
+#define SMOOTH_MAX 1e5f
+
+void b8_qlinear_free(b8_qlinear *q) {
+    if (!q) return;
+    b8_qweight_free(q->packed);
+    b8_free_aligned(q->wq);
+    b8_free_aligned(q->w_scale);
+    b8_free_aligned(q->bias);
+    b8_free_aligned(q->smooth);
+    b8_free_aligned(q->in_mul);
+    b8_free_aligned(q->ln_qg);
+    b8_free_aligned(q->ln_qb);
+    free(q);
+}
+
+b8_qlinear *b8_qlinear_alloc(int64_t n, int64_t k) {
+    size_t nk;
+    if (n <= 0 || k <= 0 || !b8_mul_ok((size_t)n, (size_t)k, &nk)) return NULL;
+    b8_qlinear *q = calloc(1, sizeof *q);
+    if (!q) return NULL;
+    q->n = n;
+    q->k = k;
+    q->alpha = -1.0f;
+    q->mode = B8_QMODE_STATIC;
+    q->wq = b8_calloc_aligned(nk, 1);
+    q->w_scale = b8_calloc_aligned((size_t)n, sizeof(float));
+    q->bias = b8_calloc_aligned((size_t)n, sizeof(float));
+    q->smooth = b8_calloc_aligned((size_t)k, sizeof(float));
+    if (!q->wq || !q->w_scale || !q->bias || !q->smooth) {
+        b8_qlinear_free(q);
+        return NULL;
+    }
+    return q;
+}
+
+/* SmoothQuant factors: s_j = max|X_j|^a / max|W_j|^(1-a), clamped; 1 where a channel is dead. */
+static bert8_status smooth_factors(const float *w, int64_t n, int64_t k, const float *amax, float alpha,
+                                   float *s, b8_err *e) {
+    for (int64_t j = 0; j < k; j++) s[j] = 1.0f;
+    if (!amax || alpha < 0) return BERT8_OK;
+    float *wmax = calloc((size_t)k, sizeof(float));
+    if (!wmax) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < k; j++) {
+            float a = fabsf(w[i * k + j]);
+            if (a > wmax[j]) wmax[j] = a;
+        }
+    for (int64_t j = 0; j < k; j++) {
+        if (!(amax[j] > 0) || !(wmax[j] > 0)) continue;
+        float v = powf(fmaxf(amax[j], SMOOTH_MIN), alpha) / powf(fmaxf(wmax[j], SMOOTH_MIN), 1.0f - alpha);
+        s[j] = fminf(fmaxf(v, SMOOTH_MIN), SMOOTH_MAX);
+    }
+    free(wmax);
+    return BERT8_OK;
+}
+
+/* Quantizes W * s per output channel. */
+static void quantize_weights(const float *w, int64_t n, int64_t k, const float *s, int8_t *wq, float *w_scale) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        float m = 0;
+        for (int64_t j = 0; j < k; j++) m = fmaxf(m, fabsf(w[i * k + j] * s[j]));
+        float sc = m > 0 ? m / 127.0f : 1.0f;
+        w_scale[i] = sc;
+        float inv = 1.0f / sc;
+        for (int64_t j = 0; j < k; j++) wq[i * k + j] = b8_q8(w[i * k + j] * s[j] * inv);
+    }
+}
+
+static float static_scale(const float *amax, const float *s, int64_t k) {
+    float m = 0;
+    for (int64_t j = 0; j < k; j++) m = fmaxf(m, amax[j] / s[j]);
+    return m > 0 ? m / 127.0f : 1.0f;
+}
+
+bert8_status b8_qlinear_from_fp32(const float *w, const float *b, int64_t n, int64_t k, const float *amax,
+                                  float alpha, b8_qmode mode, b8_qlinear **out, b8_err *e) {
+    *out = NULL;
+    if (mode != B8_QMODE_STATIC && mode != B8_QMODE_DYNAMIC)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "an INT8 Linear needs mode int8_static or int8_dynamic, not %s",
+                       b8_qmode_name(mode));
+    if (mode == B8_QMODE_STATIC && !amax)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "a static INT8 Linear needs calibrated activation ranges");
+    b8_qlinear *q = b8_qlinear_alloc(n, k);
+    if (!q)
+        return b8_fail(e, BERT8_ERR_NOMEM, "out of memory quantizing a %lld x %lld weight", (long long)n,
+                       (long long)k);
+    bert8_status st = smooth_factors(w, n, k, amax, alpha, q->smooth, e);
+    if (st) {
+        b8_qlinear_free(q);
+        return st;
+    }
+    quantize_weights(w, n, k, q->smooth, q->wq, q->w_scale);
+    if (b) memcpy(q->bias, b, (size_t)n * sizeof(float));
+    q->mode = mode;
+    q->alpha = amax && alpha >= 0 ? alpha : -1.0f;
+    q->a_scale = mode == B8_QMODE_STATIC ? static_scale(amax, q->smooth, k) : 0.0f;
+    *out = q;
+    return BERT8_OK;
+}
+
+bert8_status b8_qlinear_stack(b8_qlinear *const *parts, int count, const char *what, b8_qlinear **out,
+                              b8_err *e) {
+    *out = NULL;
+    const b8_qlinear *p0 = parts[0];
+    int64_t n = 0;
+    for (int i = 0; i < count; i++) {
+        const b8_qlinear *p = parts[i];
+        if (p->k != p0->k || p->mode != p0->mode || p->a_scale != p0->a_scale ||
+            memcmp(p->smooth, p0->smooth, (size_t)p0->k * sizeof(float)))
+            return b8_fail(e, BERT8_ERR_FORMAT, "%s: the stacked Linears must share smooth_factor, input_scale and mode",
+                           what);
+        n += p->n;
+    }
+    b8_qlinear *q = b8_qlinear_alloc(n, p0->k);
+    if (!q) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+    q->mode = p0->mode;
+    q->a_scale = p0->a_scale;
+    q->alpha = p0->alpha;
+    memcpy(q->smooth, p0->smooth, (size_t)p0->k * sizeof(float));
+    int64_t r = 0;
+    for (int i = 0; i < count; i++) {
+        const b8_qlinear *p = parts[i];
+        memcpy(q->wq + r * q->k, p->wq, (size_t)(p->n * p->k));
+        memcpy(q->w_scale + r, p->w_scale, (size_t)p->n * sizeof(float));
+        memcpy(q->bias + r, p->bias, (size_t)p->n * sizeof(float));
+        r += p->n;
+    }
+    *out = q;
+    return BERT8_OK;
+}
+
+bert8_status b8_qlinear_prepare(b8_qlinear *q, const float *ln_g, const float *ln_b, b8_err *e) {
+    const bool stat = q->mode == B8_QMODE_STATIC;
+    if (stat && !(q->a_scale > 0) )
+        return b8_fail(e, BERT8_ERR_FORMAT, "static INT8 Linear %lld x %lld has no positive input scale",
+                       (long long)q->n, (long long)q->k);
+    if (!q->in_mul && !(q->in_mul = b8_malloc_aligned((size_t)q->k * sizeof(float))))
+        return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+    for (int64_t j = 0; j < q->k; j++) q->in_mul[j] = stat ? 1.0f / (q->smooth[j] * q->a_scale) : 1.0f / q->smooth[j];
+    if (stat && ln_g && ln_b && !q->ln_qg) {
+        q->ln_qg = b8_malloc_aligned((size_t)q->k * sizeof(float));
+        q->ln_qb = b8_malloc_aligned((size_t)q->k * sizeof(float));
+        if (!q->ln_qg || !q->ln_qb) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+        for (int64_t j = 0; j < q->k; j++) {
+            q->ln_qg[j] = ln_g[j] * q->in_mul[j];
+            q->ln_qb[j] = ln_b[j] * q->in_mul[j];
+        }
+    }
+    if (q->packed) return BERT8_OK;
+    return b8_qweight_pack(q->wq, q->n, q->k, q->w_scale, NULL, &q->packed, e);
+}

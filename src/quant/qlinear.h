@@ -1,0 +1,52 @@
+/* qlinear.h: an INT8 Linear layer (SmoothQuant W8A8) and the maths that makes one: smoothing
+ * factors, per-channel int8 weights, the static activation scale, the multipliers the forward
+ * pass folds into its quantizers and LayerNorms, and packing into the GEMM kernel's layout.
+ *
+ *   y = (x / smooth) W'^T + b,  W' = W * smooth stored int8 per output channel (w_scale)
+ *   static:  x / smooth ~ a_scale * q, one calibrated scale per tensor
+ *   dynamic: one scale per token, computed at run time
+ *
+ * Below the model layer: it knows weights and statistics, not checkpoints or layers. */
+#ifndef BERT8_QLINEAR_H
+#define BERT8_QLINEAR_H
+
+#include "base/common.h"
+#include "io/qformat.h"
+#include "kernels/gemm_s8/qgemm.h"
+
+typedef struct b8_qlinear {
+    int64_t n, k;
+    b8_qmode mode;    /* B8_QMODE_STATIC or B8_QMODE_DYNAMIC */
+    int8_t *wq;       /* [n][k] */
+    float *w_scale;   /* [n] */
+    float *bias;      /* [n] */
+    float *smooth;    /* [k]: the input is divided by it */
+    float a_scale;    /* static: scale of the smoothed input; 0 dynamic */
+    float alpha;      /* migration strength used (< 0: smoothing off) */
+    /* derived by b8_qlinear_prepare */
+    float *in_mul;    /* [k]: 1 / (smooth * a_scale) static, 1 / smooth dynamic */
+    float *ln_qg, *ln_qb; /* static: the LayerNorm feeding this Linear with in_mul folded into
+                             gamma and beta (NULL when no LayerNorm was given) */
+    b8_qweight *packed;
+} b8_qlinear;
+
+/* An empty [n][k] Linear (every array allocated, zeroed). NULL when out of memory. */
+b8_qlinear *b8_qlinear_alloc(int64_t n, int64_t k);
+void b8_qlinear_free(b8_qlinear *q); /* NULL is a no-op */
+
+/* Builds an INT8 Linear from FP32 W [n][k] and bias [n] (NULL: zeros), given the calibrated
+ * per-channel max |x| (amax [k], NULL: not calibrated, smoothing impossible) and alpha
+ * (< 0: smoothing off). Static mode needs amax for its activation scale. */
+bert8_status b8_qlinear_from_fp32(const float *w, const float *b, int64_t n, int64_t k, const float *amax,
+                                  float alpha, b8_qmode mode, b8_qlinear **out, b8_err *e);
+
+/* Stacks the rows of parts (same k, smooth_factor, a_scale and mode: they share their input)
+ * into one Linear, e.g. Q, K and V into one [3H][H] product. what names it in messages. */
+bert8_status b8_qlinear_stack(b8_qlinear *const *parts, int count, const char *what, b8_qlinear **out,
+                              b8_err *e);
+
+/* Derives in_mul, folds it into the LayerNorm (g, b: [k], or NULL) that feeds a static Linear,
+ * and packs the weights for the GEMM kernel. Idempotent. */
+bert8_status b8_qlinear_prepare(b8_qlinear *q, const float *ln_g, const float *ln_b, b8_err *e);
+
+#endif
