@@ -53,6 +53,17 @@ typedef enum bert8_status {
 /* A static, human-readable name for a status ("invalid argument", ...). */
 const char *bert8_status_string(bert8_status status);
 
+/* A text with an explicit byte length (UTF-8; NUL bytes are ordinary characters). */
+typedef struct bert8_text {
+    const char *data;
+    size_t len;
+} bert8_text;
+
+/* Checks that s[0..len) is UTF-8 as Python's strict decoder accepts it (no overlong forms,
+ * surrogates or code points past U+10FFFF). Returns 1, or 0 with *bad_offset (if not NULL) set
+ * to the byte offset of the first error. The library's one validator. */
+int bert8_utf8_valid(const char *s, size_t len, size_t *bad_offset);
+
 /* ---- Model ------------------------------------------------------------------------ */
 
 typedef struct bert8_model bert8_model;
@@ -246,6 +257,8 @@ typedef struct bert8_encode_params {
     int return_overflow;        /* long inputs become several rows (windows) ... */
     int64_t stride;             /* ... overlapping by this many tokens */
     int pad_to_max_length;      /* 0: pad to the longest row */
+    int truncate_left;          /* 1: truncation cuts the start of a sequence (transformers'
+                                   truncation_side="left"); not with return_overflow */
 } bert8_encode_params;
 
 bert8_encode_params bert8_default_encode_params(void);
@@ -270,7 +283,20 @@ typedef struct bert8_encoding {
 bert8_status bert8_encode(const bert8_tokenizer *t, int64_t n, const char *const *texts,
                           const char *const *pairs, const bert8_encode_params *params,
                           bert8_encoding *out, char *err, size_t err_len);
+/* The same with explicit byte lengths (NUL-safe). pairs may be NULL, or hold entries with data
+ * NULL for single texts. */
+bert8_status bert8_encode_texts(const bert8_tokenizer *t, int64_t n, const bert8_text *texts,
+                                const bert8_text *pairs, const bert8_encode_params *params,
+                                bert8_encoding *out, char *err, size_t err_len);
 void bert8_encoding_free(bert8_encoding *enc); /* NULL is a no-op */
+
+/* Decodes ids into text as transformers' tokenizer.decode does (WordPiece: "##" joins,
+ * clean_up_tokenization_spaces; SentencePiece: U+2581 becomes a space), special tokens dropped
+ * when skip_special_tokens. *out is a NUL-terminated string the caller frees with free(). */
+bert8_status bert8_decode(const bert8_tokenizer *t, const int32_t *ids, int64_t n, int skip_special_tokens,
+                          char **out, char *err, size_t err_len);
+/* 1 when id is a special token (of the template, padding, unknown, mask or an added special). */
+int bert8_tokenizer_is_special(const bert8_tokenizer *t, int32_t id);
 
 /* A batch view of rows [row0, row0+n) of an encoding, for bert8_forward. */
 bert8_batch bert8_encoding_batch(const bert8_encoding *enc, int64_t row0, int64_t n);

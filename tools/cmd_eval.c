@@ -256,22 +256,6 @@ static bool load_seq(const eval_opts *o, tsv_table *t, const cJSON *split, seq_s
     return ok;
 }
 
-typedef struct seq_run {
-    text_runner *r;
-    float *logits;        /* [n][L], in data order */
-    const int64_t *order; /* the i-th example run is example order[i] */
-    int64_t L, base;
-} seq_run;
-
-static int seq_chunk(void *ctx, const bert8_outputs *out, int64_t row0, int64_t n) {
-    seq_run *s = ctx;
-    if (!out->logits.data || out->logits.ndim != 2 || out->logits.shape[1] != s->L) return 1;
-    for (int64_t i = 0; i < n; i++)
-        memcpy(s->logits + s->order[s->base + s->r->enc.row_input[row0 + i]] * s->L,
-               out->logits.data + i * s->L, (size_t)s->L * sizeof(float));
-    return 0;
-}
-
 /* Examples run in order of text length so a batch pads little (as the trainer's batcher
  * does); the index breaks ties so the order is deterministic. */
 typedef struct len_idx {
@@ -293,7 +277,8 @@ static int eval_seq(const eval_opts *o, text_runner *r, const cJSON *split) {
     int *pred = NULL;
     double *score = NULL;
     int64_t *order = NULL;
-    const char **ta = NULL, **tb = NULL;
+    bert8_text *ta = NULL, *tb = NULL;
+    float *lb = NULL;
     if (!load_seq(o, &t, split, &s)) goto out;
     const int64_t L = r->info->num_labels;
     const char *const *names = o->task == TASK_SST2   ? SST2_LABELS
@@ -312,7 +297,8 @@ static int eval_seq(const eval_opts *o, text_runner *r, const cJSON *split) {
         !(score = calloc((size_t)s.n, sizeof *score)) ||
         !(order = malloc((size_t)s.n * sizeof *order)) ||
         !(ta = malloc((size_t)o->batch * sizeof *ta)) ||
-        !(tb = malloc((size_t)o->batch * sizeof *tb))) {
+        !(tb = malloc((size_t)o->batch * sizeof *tb)) ||
+        !(lb = malloc((size_t)o->batch * (size_t)L * sizeof *lb))) {
         cli_error(CMD, "out of memory");
         goto out;
     }
@@ -327,22 +313,22 @@ static int eval_seq(const eval_opts *o, text_runner *r, const cJSON *split) {
     for (int64_t i = 0; i < s.n; i++)
         order[i] = li[i].i;
     free(li);
-    bert8_encode_params ep = bert8_default_encode_params();
-    ep.truncation = BERT8_TRUNCATE_LONGEST_FIRST;
-    ep.max_length = o->max_len;
-    seq_run sr = {r, logits, order, L, 0};
+    bert8_run_options ro = bert8_default_run_options();
+    ro.max_length = o->max_len;
     text_progress pg;
     text_progress_start(&pg, o->task_name, s.n, o->progress);
     double t0 = now_s();
     for (int64_t i0 = 0; i0 < s.n; i0 += o->batch) {
         int64_t nb = s.n - i0 < o->batch ? s.n - i0 : o->batch;
-        sr.base = i0;
         for (int64_t k = 0; k < nb; k++) {
-            ta[k] = s.a[order[i0 + k]];
-            tb[k] = s.b[order[i0 + k]];
+            const char *x = s.a[order[i0 + k]], *y = s.b[order[i0 + k]];
+            ta[k] = (bert8_text){x, strlen(x)};
+            tb[k] = (bert8_text){y, y ? strlen(y) : 0};
         }
-        bert8_status st = text_runner_encode(r, nb, ta, o->task == TASK_SST2 ? NULL : tb, &ep);
-        if (!st) st = text_runner_forward(r, seq_chunk, &sr);
+        bert8_status st = bert8_classify(r->pl, nb, ta, o->task == TASK_SST2 ? NULL : tb, &ro, BERT8_SCORE_NONE, lb,
+                                         r->err, sizeof r->err);
+        for (int64_t k = 0; !st && k < nb; k++)
+            memcpy(logits + order[i0 + k] * L, lb + k * L, (size_t)L * sizeof(float));
         if (st) {
             text_progress_end(&pg);
             cli_error(CMD, "a batch holding example %lld: %s", (long long)order[i0], r->err);
@@ -409,6 +395,7 @@ out:
     free(order);
     free(ta);
     free(tb);
+    free(lb);
     seq_free(&s);
     tsv_free(&t);
     return rc;
@@ -416,53 +403,25 @@ out:
 
 /* ---- squad ----------------------------------------------------------------------------------- */
 
-typedef struct qa_run {
-    text_runner *r;
-    text_qa_span *spans;
-    int64_t max_answer;
-    bool prob;
-} qa_run;
-
-static int qa_chunk(void *ctx, const bert8_outputs *out, int64_t row0, int64_t n) {
-    qa_run *q = ctx;
-    const bert8_encoding *e = &q->r->enc;
-    if (!out->start_logits.data || !out->end_logits.data || out->start_logits.shape[1] != e->seq)
-        return 1;
-    for (int64_t i = 0; i < n; i++)
-        text_qa_scan(e, row0 + i, out->start_logits.data + i * e->seq,
-                     out->end_logits.data + i * e->seq, q->max_answer, q->prob,
-                     &q->spans[e->row_input[row0 + i]]);
-    return 0;
-}
-
-/* Predicts questions [i0, i0 + nb) into spans; a batch that fails is retried one question at
- * a time, and a question that still fails keeps found = false (an empty prediction). */
-static bert8_status squad_batch(text_runner *r, const squad_set *s, int64_t i0, int64_t nb,
-                                const bert8_encode_params *ep, qa_run *q, text_qa_span *spans,
-                                int64_t *failed) {
-    const char *qs[nb], *cs[nb];
+/* Predicts questions [i0, i0 + nb) into answers; a batch that fails is retried one question
+ * at a time, and a question that still fails keeps found = 0 (an empty prediction). */
+static void squad_batch(text_runner *r, const squad_set *s, int64_t i0, int64_t nb, const bert8_qa_options *qo,
+                        bert8_qa_answer *ans, bert8_text *qs, bert8_text *cs, int64_t *failed) {
     for (int64_t i = 0; i < nb; i++) {
         const char *qq = s->q[i0 + i].question;
         while (*qq == ' ' || *qq == '\t' || *qq == '\n')
             qq++; /* run_qa strips leading blanks */
-        qs[i] = qq;
-        cs[i] = s->q[i0 + i].context;
+        qs[i] = (bert8_text){qq, strlen(qq)};
+        cs[i] = (bert8_text){s->q[i0 + i].context, strlen(s->q[i0 + i].context)};
     }
-    memset(spans, 0, (size_t)nb * sizeof *spans);
-    q->spans = spans;
-    bert8_status st = text_runner_encode_qa(r, nb, qs, cs, ep);
-    if (!st) st = text_runner_forward(r, qa_chunk, q);
-    if (!st) return BERT8_OK;
+    if (!bert8_qa(r->pl, nb, qs, cs, qo, ans, r->err, sizeof r->err)) return;
     if (nb == 1) {
-        fprintf(stderr, "\nbert8 eval: question %s: %s (scored as an empty answer)\n", s->q[i0].id,
-                r->err);
+        fprintf(stderr, "\nbert8 eval: question %s: %s (scored as an empty answer)\n", s->q[i0].id, r->err);
         (*failed)++;
-        memset(spans, 0, sizeof *spans);
-        return BERT8_OK;
+        memset(ans, 0, sizeof *ans);
+        return;
     }
-    for (int64_t i = 0; i < nb; i++)
-        if ((st = squad_batch(r, s, i0 + i, 1, ep, q, spans + i, failed))) return st;
-    return BERT8_OK;
+    for (int64_t i = 0; i < nb; i++) squad_batch(r, s, i0 + i, 1, qo, ans + i, qs, cs, failed);
 }
 
 static int eval_squad(const eval_opts *o0, text_runner *r, const cJSON *split) {
@@ -470,7 +429,8 @@ static int eval_squad(const eval_opts *o0, text_runner *r, const cJSON *split) {
     squad_set s;
     char err[1024];
     int rc = 1;
-    text_qa_span *spans = NULL;
+    bert8_qa_answer *spans = NULL;
+    bert8_text *qs = NULL, *cs = NULL;
     const char **titles = NULL;
     if (!squad_load(o.data, &s, err, sizeof err)) return cli_error(CMD, "%s", err);
     if (split) {
@@ -519,20 +479,21 @@ static int eval_squad(const eval_opts *o0, text_runner *r, const cJSON *split) {
         cli_error(CMD, "--stride %ld must be below half of max_length %ld", o.stride, o.max_len);
         goto out;
     }
-    bert8_encode_params ep = bert8_default_encode_params();
-    ep.truncation = BERT8_TRUNCATE_ONLY_SECOND;
-    ep.max_length = o.max_len;
-    ep.return_overflow = 1;
-    ep.stride = o.stride;
-    if (!(spans = calloc((size_t)o.batch, sizeof *spans))) goto oom;
-    qa_run q = {r, spans, o.max_answer, o.prob};
+    bert8_qa_options qo = bert8_default_qa_options();
+    qo.max_length = o.max_len;
+    qo.doc_stride = o.stride;
+    qo.max_answer_len = o.max_answer;
+    qo.score_logits = !o.prob;
+    if (!(spans = calloc((size_t)o.batch, sizeof *spans)) || !(qs = calloc((size_t)o.batch, sizeof *qs)) ||
+        !(cs = calloc((size_t)o.batch, sizeof *cs)))
+        goto oom;
     double em = 0, f1 = 0, t0 = now_s();
     int64_t failed = 0;
     text_progress pg;
     text_progress_start(&pg, "squad", s.n, o.progress);
     for (int64_t i0 = 0; i0 < s.n; i0 += o.batch) {
         int64_t nb = s.n - i0 < o.batch ? s.n - i0 : o.batch;
-        if (squad_batch(r, &s, i0, nb, &ep, &q, spans, &failed)) goto oom;
+        squad_batch(r, &s, i0, nb, &qo, spans, qs, cs, &failed);
         for (int64_t i = 0; i < nb; i++) {
             const squad_question *sq = &s.q[i0 + i];
             size_t clen = strlen(sq->context);
@@ -578,6 +539,8 @@ oom:
     cli_error(CMD, "out of memory");
 out:
     free(spans);
+    free(qs);
+    free(cs);
     free(titles);
     squad_free(&s);
     return rc;
@@ -671,7 +634,8 @@ int cmd_eval(int argc, char **argv) {
         return cli_error(CMD, "%s", err);
     text_runner r;
     int rc = 1;
-    if (text_runner_open(&r, CMD, dir, true, (int)o.threads, o.batch)) {
+    text_runner_opts ro = {(int)o.threads, o.batch, 0, BERT8_POOLING_DEFAULT, -1, 0};
+    if (text_runner_open(&r, CMD, dir, true, &ro)) {
         if (r.info->head != tasks[ti].head) {
             cli_error(CMD, "%s is not a %s model (architecture \"%s\")", dir,
                       o.task == TASK_SQUAD ? "question answering" : "sequence classification",

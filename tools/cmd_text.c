@@ -57,17 +57,6 @@ typedef struct item {
     bool bad;    /* the line cannot be processed */
 } item;
 
-typedef enum pooling { POOL_UNSET, POOL_CLS, POOL_MEAN, POOL_MAX } pooling;
-
-/* A word of `ner`: its span and the prediction of its first sub-token. */
-typedef struct ner_word {
-    int64_t start, end, first_end; /* bytes; (start, first_end) is the first sub-token */
-    int64_t ctx;                   /* tokens between that sub-token and its window's edge */
-    int32_t label;
-    float score;
-    bool seen;
-} ner_word;
-
 typedef struct tcmd tcmd;
 struct tcmd {
     const char *name;
@@ -80,21 +69,20 @@ struct tcmd {
     text_runner r;
     bert8_encode_params ep;
     int64_t failed;
-    bert8_status (*compute)(tcmd *c, int64_t n, const char *const *a, const char *const *b);
+    bert8_status (*compute)(tcmd *c, int64_t n, const bert8_text *a, const bert8_text *b);
     void (*print)(tcmd *c, const item *it, int64_t k);
     /* classify / embed */
     float *out;
     float *tmp; /* [width] scratch for a softmax */
     int64_t width;
-    bool logits, normalize;
-    pooling pool;
+    bool logits;
+    bert8_pooling pool;
+    int normalize; /* -1: the folder's */
     /* qa */
-    text_qa_span *spans;
-    int64_t max_answer;
-    bool prob;
+    bert8_qa_answer *answers;
+    bert8_qa_options qo;
     /* ner */
-    ner_word *words;
-    int64_t *word_base, *word_count; /* per input: first word in words, number of words */
+    bert8_ner_result ner;
 };
 
 /* ---- input ------------------------------------------------------------------------------ */
@@ -141,7 +129,7 @@ static bool json_text(item *it, const cJSON *root, const char *name, bool option
         return false;
     }
     size_t bad, n = strlen(v->valuestring);
-    if (!text_utf8_ok(v->valuestring, n, &bad)) {
+    if (!bert8_utf8_valid(v->valuestring, n, &bad)) {
         item_fail(it, "field \"%s\" is not valid UTF-8 (byte %zu, from a \\u escape)", name, bad);
         return false;
     }
@@ -156,7 +144,7 @@ static void parse_item(tcmd *c, const text_line *l, item *it) {
     if (l->too_long)
         return item_fail(it, "longer than %zu bytes (see --max-line-bytes)", c->max_line);
     if (l->has_nul) return item_fail(it, "contains a NUL byte (binary input?)");
-    if (!text_utf8_ok(l->buf, l->len, &bad)) return item_fail(it, "invalid UTF-8 at byte %zu", bad);
+    if (!bert8_utf8_valid(l->buf, l->len, &bad)) return item_fail(it, "invalid UTF-8 at byte %zu", bad);
     size_t lead = strspn(l->buf, " \t");
     if (!c->plain && l->buf[lead] == '{') {
         /* cJSON ends a string at an escaped NUL, which would silently cut the text. */
@@ -228,24 +216,19 @@ static void print_span(text_chars *tc, int64_t b0, int64_t b1) {
            (long long)b1);
 }
 
-/* Narrows [*b0, *b1) past blanks at either end: a SentencePiece "\u2581" token spans the space
- * before its word. */
-static void trim_span(const char *s, int64_t *b0, int64_t *b1) {
-    while (*b0 < *b1 && s[*b0] && strchr(" \t\n\r\v\f", s[*b0]))
-        (*b0)++;
-    while (*b1 > *b0 && s[*b1 - 1] && strchr(" \t\n\r\v\f", s[*b1 - 1]))
-        (*b1)--;
-}
-
 /* ---- the batch loop ----------------------------------------------------------------------- */
 
 /* Runs the valid items of a group and prints every item in order. When the group fails as a
  * whole, each item is run on its own so the failure lands on the line that caused it. */
 static void run_group(tcmd *c, item *it, int64_t n) {
-    const char *a[MAX_BATCH], *b[MAX_BATCH];
+    bert8_text a[MAX_BATCH], b[MAX_BATCH];
     int64_t nv = 0;
     for (int64_t i = 0; i < n; i++)
-        if (!it[i].bad) a[nv] = it[i].a, b[nv] = it[i].b, nv++;
+        if (!it[i].bad) {
+            a[nv] = (bert8_text){it[i].a, strlen(it[i].a)};
+            b[nv] = (bert8_text){it[i].b, it[i].b ? strlen(it[i].b) : 0};
+            nv++;
+        }
     if (nv) {
         bert8_status st = c->compute(c, nv, a, b);
         if (st && nv > 1) {
@@ -317,9 +300,18 @@ static bool grow(void **p, size_t count, size_t size) {
 
 /* ---- tokenize ------------------------------------------------------------------------------- */
 
-static bert8_status tokenize_compute(tcmd *c, int64_t n, const char *const *a,
-                                     const char *const *b) {
-    return text_runner_encode(&c->r, n, a, b, &c->ep);
+static bert8_status tokenize_compute(tcmd *c, int64_t n, const bert8_text *a, const bert8_text *b) {
+    c->r.err[0] = 0;
+    bert8_status st = bert8_encode_texts(c->r.tok, n, a, b, &c->ep, &c->r.enc, c->r.err, sizeof c->r.err);
+    if (st && !c->r.err[0]) snprintf(c->r.err, sizeof c->r.err, "%s", bert8_status_string(st));
+    return st;
+}
+
+/* The run options of the model commands: longest_first truncation at --max-length. */
+static bert8_run_options run_opts(const tcmd *c) {
+    bert8_run_options o = bert8_default_run_options();
+    o.max_length = c->max_len;
+    return o;
 }
 
 static void print_ids(const int32_t *v, int64_t n, bool null_negative) {
@@ -372,25 +364,13 @@ static void tokenize_print(tcmd *c, const item *it, int64_t k) {
 
 /* ---- classify ------------------------------------------------------------------------------ */
 
-static int classify_chunk(void *ctx, const bert8_outputs *o, int64_t row0, int64_t n) {
-    tcmd *c = ctx;
-    const int64_t L = c->width;
-    if (!o->logits.data || o->logits.ndim != 2 || o->logits.shape[1] != L) return 1;
-    for (int64_t i = 0; i < n; i++)
-        memcpy(c->out + c->r.enc.row_input[row0 + i] * L, o->logits.data + i * L,
-               (size_t)L * sizeof(float));
-    return 0;
-}
-
-static bert8_status classify_compute(tcmd *c, int64_t n, const char *const *a,
-                                     const char *const *b) {
-    bert8_status st = text_runner_encode(&c->r, n, a, b, &c->ep);
-    if (st) return st;
+static bert8_status classify_compute(tcmd *c, int64_t n, const bert8_text *a, const bert8_text *b) {
     if (!grow((void **)&c->out, (size_t)n * (size_t)c->width, sizeof(float))) {
         snprintf(c->r.err, sizeof c->r.err, "out of memory");
         return BERT8_ERR_NOMEM;
     }
-    return text_runner_forward(&c->r, classify_chunk, c);
+    bert8_run_options o = run_opts(c);
+    return bert8_classify(c->r.pl, n, a, b, &o, BERT8_SCORE_NONE, c->out, c->r.err, sizeof c->r.err);
 }
 
 static void classify_print(tcmd *c, const item *it, int64_t k) {
@@ -425,54 +405,14 @@ static void classify_print(tcmd *c, const item *it, int64_t k) {
 
 /* ---- embed --------------------------------------------------------------------------------- */
 
-static int embed_chunk(void *ctx, const bert8_outputs *o, int64_t row0, int64_t n) {
-    tcmd *c = ctx;
-    const bert8_tensor *h = &o->last_hidden_state;
-    if (!h->data || h->ndim != 3 || h->shape[2] != c->width) return 1;
-    const int64_t T = h->shape[1], H = h->shape[2], S = c->r.enc.seq;
-    for (int64_t i = 0; i < n; i++) {
-        const int64_t row = row0 + i;
-        float *dst = c->out + c->r.enc.row_input[row] * H;
-        const float *x = h->data + i * T * H;
-        const int32_t *mask = c->r.enc.attention_mask + row * S;
-        if (c->pool == POOL_CLS) {
-            memcpy(dst, x, (size_t)H * sizeof(float));
-        } else {
-            int64_t cnt = 0;
-            for (int64_t d = 0; d < H; d++)
-                dst[d] = c->pool == POOL_MAX ? -INFINITY : 0.0f;
-            for (int64_t t = 0; t < T; t++) {
-                if (!mask[t]) continue;
-                cnt++;
-                for (int64_t d = 0; d < H; d++)
-                    dst[d] =
-                        c->pool == POOL_MAX ? fmaxf(dst[d], x[t * H + d]) : dst[d] + x[t * H + d];
-            }
-            if (c->pool == POOL_MEAN)
-                for (int64_t d = 0; d < H; d++)
-                    dst[d] /= (float)(cnt ? cnt : 1);
-        }
-        if (c->normalize) {
-            double ss = 0;
-            for (int64_t d = 0; d < H; d++)
-                ss += (double)dst[d] * dst[d];
-            /* sentence-transformers' Normalize: x / max(||x||, 1e-12) */
-            double inv = 1.0 / fmax(sqrt(ss), 1e-12);
-            for (int64_t d = 0; d < H; d++)
-                dst[d] = (float)(dst[d] * inv);
-        }
-    }
-    return 0;
-}
-
-static bert8_status embed_compute(tcmd *c, int64_t n, const char *const *a, const char *const *b) {
-    bert8_status st = text_runner_encode(&c->r, n, a, b, &c->ep);
-    if (st) return st;
+static bert8_status embed_compute(tcmd *c, int64_t n, const bert8_text *a, const bert8_text *b) {
     if (!grow((void **)&c->out, (size_t)n * (size_t)c->width, sizeof(float))) {
         snprintf(c->r.err, sizeof c->r.err, "out of memory");
         return BERT8_ERR_NOMEM;
     }
-    return text_runner_forward(&c->r, embed_chunk, c);
+    bert8_run_options o = run_opts(c);
+    bert8_embed_options eo = bert8_default_embed_options();
+    return bert8_embed(c->r.pl, n, a, b, &o, &eo, c->out, c->r.err, sizeof c->r.err);
 }
 
 static void embed_print(tcmd *c, const item *it, int64_t k) {
@@ -482,254 +422,65 @@ static void embed_print(tcmd *c, const item *it, int64_t k) {
     printf("}\n");
 }
 
-/* The pooling a sentence-transformers folder asks for (1_Pooling/config.json), and whether
- * it normalises (a Normalize module in modules.json). Returns false on an unusable file. */
-static bool read_st_config(const char *cmd, const char *dir, pooling *pool, bool *normalize) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/1_Pooling/config.json", dir);
-    FILE *f = fopen(path, "rb");
-    if (f) {
-        char buf[8192];
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = 0;
-        cJSON *root = cJSON_Parse(buf);
-        if (!root) {
-            cli_error(cmd, "%s is not valid JSON", path);
-            return false;
-        }
-        static const struct {
-            const char *key;
-            pooling p;
-        } modes[] = {{"pooling_mode_cls_token", POOL_CLS},
-                     {"pooling_mode_mean_tokens", POOL_MEAN},
-                     {"pooling_mode_max_tokens", POOL_MAX},
-                     {"pooling_mode_mean_sqrt_len_tokens", POOL_UNSET},
-                     {"pooling_mode_weightedmean_tokens", POOL_UNSET},
-                     {"pooling_mode_lasttoken", POOL_UNSET}};
-        int on = 0;
-        bool ok = true;
-        for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
-            if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, modes[i].key))) continue;
-            on++;
-            if (modes[i].p == POOL_UNSET) {
-                cli_error(cmd, "%s: %s is not supported (use --pooling cls|mean|max)", path,
-                          modes[i].key);
-                ok = false;
-            } else if (*pool == POOL_UNSET) {
-                *pool = modes[i].p;
-            }
-        }
-        cJSON_Delete(root);
-        if (ok && on > 1) {
-            cli_error(cmd,
-                      "%s: several pooling modes are on (concatenated); choose one with --pooling",
-                      path);
-            ok = false;
-        }
-        if (!ok) return false;
-    }
-    snprintf(path, sizeof path, "%s/modules.json", dir);
-    if ((f = fopen(path, "rb"))) {
-        char buf[8192];
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = 0;
-        if (strstr(buf, "sentence_transformers.models.Normalize")) *normalize = true;
-    }
-    return true;
-}
-
 /* ---- qa ------------------------------------------------------------------------------------ */
 
-static int qa_chunk(void *ctx, const bert8_outputs *o, int64_t row0, int64_t n) {
-    tcmd *c = ctx;
-    const bert8_encoding *e = &c->r.enc;
-    if (!o->start_logits.data || !o->end_logits.data || o->start_logits.shape[1] != e->seq)
-        return 1;
-    for (int64_t i = 0; i < n; i++)
-        text_qa_scan(e, row0 + i, o->start_logits.data + i * e->seq,
-                     o->end_logits.data + i * e->seq, c->max_answer, c->prob,
-                     &c->spans[e->row_input[row0 + i]]);
-    return 0;
-}
-
-static bert8_status qa_compute(tcmd *c, int64_t n, const char *const *a, const char *const *b) {
-    bert8_status st = text_runner_encode_qa(&c->r, n, a, b, &c->ep);
-    if (st) return st;
-    if (!grow((void **)&c->spans, (size_t)n, sizeof *c->spans)) {
+static bert8_status qa_compute(tcmd *c, int64_t n, const bert8_text *a, const bert8_text *b) {
+    if (!grow((void **)&c->answers, (size_t)n, sizeof *c->answers)) {
         snprintf(c->r.err, sizeof c->r.err, "out of memory");
         return BERT8_ERR_NOMEM;
     }
-    memset(c->spans, 0, (size_t)n * sizeof *c->spans);
-    return text_runner_forward(&c->r, qa_chunk, c);
+    return bert8_qa(c->r.pl, n, a, b, &c->qo, c->answers, c->r.err, sizeof c->r.err);
 }
 
 static void qa_print(tcmd *c, const item *it, int64_t k) {
-    const text_qa_span *s = &c->spans[k];
+    const bert8_qa_answer *s = &c->answers[k];
     print_head(it);
     if (!s->found) {
         printf("\"answer\":null,\"score\":null}\n");
         return;
     }
-    size_t len = strlen(it->b);
-    int64_t b0 = s->start < 0 ? 0 : (s->start > (int64_t)len ? (int64_t)len : s->start);
-    int64_t b1 = s->end < b0 ? b0 : (s->end > (int64_t)len ? (int64_t)len : s->end);
-    trim_span(it->b, &b0, &b1);
     text_chars tc;
-    text_chars_init(&tc, it->b, len);
+    text_chars_init(&tc, it->b, strlen(it->b));
     printf("\"answer\":");
-    text_print_json_bytes(stdout, it->b + b0, (size_t)(b1 - b0));
+    text_print_json_bytes(stdout, it->b + s->start, (size_t)(s->end - s->start));
     printf(",\"score\":");
     cli_print_float(stdout, (float)s->score);
     putchar(',');
-    print_span(&tc, b0, b1);
+    print_span(&tc, s->start, s->end);
     printf("}\n");
 }
 
 /* ---- ner ----------------------------------------------------------------------------------- */
 
-static int ner_chunk(void *ctx, const bert8_outputs *o, int64_t row0, int64_t n) {
-    tcmd *c = ctx;
-    const bert8_encoding *e = &c->r.enc;
-    const bert8_tensor *lg = &o->logits;
-    const int64_t T = e->seq, L = c->width;
-    if (!lg->data || lg->ndim != 3 || lg->shape[1] != T || lg->shape[2] != L) return 1;
-    float *p = c->tmp;
-    for (int64_t i = 0; i < n; i++) {
-        const int64_t row = row0 + i, in = e->row_input[row];
-        const int32_t *seq = e->sequence_ids + row * T, *wid = e->word_ids + row * T;
-        const int64_t *off = e->offsets + 2 * row * T;
-        int64_t c0 = -1, c1 = -1;
-        for (int64_t t = 0; t < T; t++)
-            if (seq[t] == 0) {
-                if (c0 < 0) c0 = t;
-                c1 = t;
-            }
-        for (int64_t t = 0; t < T; t++) {
-            if (seq[t] != 0 || wid[t] < 0 || wid[t] >= c->word_count[in]) continue;
-            ner_word *w = &c->words[c->word_base[in] + wid[t]];
-            int64_t s = off[2 * t], f = off[2 * t + 1];
-            int64_t ctx_t = t - c0 < c1 - t ? t - c0 : c1 - t;
-            /* The first sub-token is the one that starts first; in overlapping windows the
-             * copy with more context on both sides decides. */
-            bool take = !w->seen || s < w->start || (s == w->start && f < w->first_end) ||
-                        (s == w->start && f == w->first_end && ctx_t > w->ctx);
-            if (!w->seen || f > w->end) w->end = f;
-            if (!take) continue;
-            if (!w->seen || s < w->start) w->start = s;
-            w->seen = true;
-            w->first_end = f;
-            w->ctx = ctx_t;
-            w->label = (int32_t)text_softmax(lg->data + (i * T + t) * L, L, p);
-            w->score = p[w->label];
-        }
-    }
-    return 0;
-}
-
-static bert8_status ner_compute(tcmd *c, int64_t n, const char *const *a, const char *const *b) {
+static bert8_status ner_compute(tcmd *c, int64_t n, const bert8_text *a, const bert8_text *b) {
     (void)b;
-    bert8_status st = text_runner_encode(&c->r, n, a, NULL, &c->ep);
-    if (st) return st;
-    const bert8_encoding *e = &c->r.enc;
-    if (!grow((void **)&c->word_base, (size_t)n, sizeof(int64_t)) ||
-        !grow((void **)&c->word_count, (size_t)n, sizeof(int64_t)))
-        goto oom;
-    memset(c->word_count, 0, (size_t)n * sizeof(int64_t));
-    for (int64_t r = 0; r < e->rows; r++)
-        for (int64_t t = 0; t < e->lengths[r]; t++) {
-            int64_t w = e->word_ids[r * e->seq + t];
-            if (w >= c->word_count[e->row_input[r]]) c->word_count[e->row_input[r]] = w + 1;
-        }
-    size_t total = 0;
-    for (int64_t i = 0; i < n; i++) {
-        c->word_base[i] = (int64_t)total;
-        total += (size_t)c->word_count[i];
-    }
-    if (!grow((void **)&c->words, total, sizeof *c->words)) goto oom;
-    memset(c->words, 0, total * sizeof *c->words);
-    return text_runner_forward(&c->r, ner_chunk, c);
-oom:
-    snprintf(c->r.err, sizeof c->r.err, "out of memory");
-    return BERT8_ERR_NOMEM;
+    bert8_ner_result_free(&c->ner);
+    bert8_ner_options o = bert8_default_ner_options();
+    o.stride = c->stride;
+    return bert8_ner(c->r.pl, n, a, &o, &c->ner, c->r.err, sizeof c->r.err);
 }
 
-/* Splits a label into its entity type and whether it begins an entity (B-). "O" is outside. */
-static const char *entity_type(const char *label, bool *begin) {
-    *begin = false;
-    if (!label || !strcmp(label, "O")) return NULL;
-    if ((label[0] == 'B' || label[0] == 'I') && (label[1] == '-' || label[1] == '_')) {
-        *begin = label[0] == 'B';
-        return label + 2;
-    }
-    return label;
-}
-
-static void print_entity(const char *text, text_chars *tc, const char *type, int64_t b0, int64_t b1,
-                         double sum, int64_t nw, bool first) {
-    printf("%s{\"entity_group\":", first ? "" : ",");
-    cli_print_json_string(stdout, type);
+/* "word" (the span of the text), label, score and offsets of a word or an entity. */
+static void print_entity(const char *text, const bert8_entity *x, const char *key, bool first) {
+    printf("%s{\"%s\":", first ? "" : ",", key);
+    cli_print_json_string(stdout, x->label ? x->label : "");
     printf(",\"score\":");
-    cli_print_float(stdout, (float)(sum / (double)nw));
+    cli_print_float(stdout, x->score);
     printf(",\"word\":");
-    text_print_json_bytes(stdout, text + b0, (size_t)(b1 - b0));
-    putchar(',');
-    print_span(tc, b0, b1);
-    putchar('}');
+    text_print_json_bytes(stdout, text + x->start, (size_t)(x->end - x->start));
+    printf(",\"start\":%lld,\"end\":%lld,\"start_byte\":%lld,\"end_byte\":%lld}", (long long)x->start_char,
+           (long long)x->end_char, (long long)x->start, (long long)x->end);
 }
 
 static void ner_print(tcmd *c, const item *it, int64_t k) {
-    ner_word *w = c->words + c->word_base[k];
-    const int64_t nw = c->word_count[k];
-    const size_t len = strlen(it->a);
-    text_chars tc;
-    text_chars_init(&tc, it->a, len);
+    const bert8_ner_result *r = &c->ner;
     print_head(it);
     printf("\"words\":[");
-    bool first = true;
-    for (int64_t i = 0; i < nw; i++) {
-        if (!w[i].seen) continue;
-        trim_span(it->a, &w[i].start, &w[i].end);
-        printf("%s{\"word\":", first ? "" : ",");
-        text_print_json_bytes(stdout, it->a + w[i].start, (size_t)(w[i].end - w[i].start));
-        printf(",\"entity\":");
-        cli_print_json_string(stdout, bert8_model_label(c->r.model, w[i].label));
-        printf(",\"score\":");
-        cli_print_float(stdout, w[i].score);
-        putchar(',');
-        print_span(&tc, w[i].start, w[i].end);
-        putchar('}');
-        first = false;
-    }
-    /* Entities: consecutive words of one type; B- starts a new one, I- (or a bare label)
-     * continues the open entity of its type. The score is the mean of the word scores. */
+    for (int64_t i = r->word_offsets[k]; i < r->word_offsets[k + 1]; i++)
+        print_entity(it->a, &r->words[i], "entity", i == r->word_offsets[k]);
     printf("],\"entities\":[");
-    first = true;
-    const char *open = NULL;
-    int64_t b0 = 0, b1 = 0, cnt = 0;
-    double sum = 0;
-    for (int64_t i = 0; i <= nw; i++) {
-        if (i < nw && !w[i].seen) continue;
-        bool begin = false;
-        const char *type =
-            i < nw ? entity_type(bert8_model_label(c->r.model, w[i].label), &begin) : NULL;
-        if (open && (!type || begin || strcmp(type, open))) {
-            print_entity(it->a, &tc, open, b0, b1, sum, cnt, first);
-            first = false;
-            open = NULL;
-        }
-        if (!type) continue;
-        if (!open) {
-            open = type;
-            b0 = w[i].start;
-            sum = 0;
-            cnt = 0;
-        }
-        b1 = w[i].end;
-        sum += w[i].score;
-        cnt++;
-    }
+    for (int64_t i = r->entity_offsets[k]; i < r->entity_offsets[k + 1]; i++)
+        print_entity(it->a, &r->entities[i], "entity_group", i == r->entity_offsets[k]);
     printf("]}\n");
 }
 
@@ -739,10 +490,8 @@ static void tcmd_free(tcmd *c) {
     text_runner_close(&c->r);
     free(c->out);
     free(c->tmp);
-    free(c->spans);
-    free(c->words);
-    free(c->word_base);
-    free(c->word_count);
+    free(c->answers);
+    bert8_ner_result_free(&c->ner);
 }
 
 #define COMMON_USAGE                                                                               \
@@ -786,7 +535,10 @@ static bool common_options(tcmd *c, cli_args *a, long *threads, long *max_len) {
 /* Opens the model, checks the head and settles max_len; false after printing why. */
 static bool open_model(tcmd *c, const char *dir, long threads, long max_len, int need_head,
                        int64_t dflt_len) {
-    if (!text_runner_open(&c->r, c->name, dir, c->with_model, (int)threads, c->batch)) return false;
+    /* qa windows (default 384) are the qa call's own max_length, not the pipeline's */
+    text_runner_opts o = {(int)threads, c->batch, need_head == BERT8_HEAD_QA ? 0 : max_len, c->pool,
+                          c->normalize, (int64_t)c->max_line};
+    if (!text_runner_open(&c->r, c->name, dir, c->with_model, &o)) return false;
     if (c->with_model && need_head >= 0 && c->r.info->head != (bert8_head)need_head) {
         static const char *what[] = {"a base model", "a sequence classification model",
                                      "a token classification model", "a question answering model"};
@@ -867,7 +619,7 @@ int cmd_classify(int argc, char **argv) {
 }
 
 int cmd_embed(int argc, char **argv) {
-    tcmd c = {.name = "embed", .fa = "text", .fb = "text_pair", .with_model = true};
+    tcmd c = {.name = "embed", .fa = "text", .fb = "text_pair", .with_model = true, .normalize = -1};
     cli_args a;
     cli_args_init(&a, argc, argv);
     if (want_help(&a, "usage: bert8 embed MODEL_DIR [--pooling cls|mean|max] "
@@ -879,19 +631,17 @@ int cmd_embed(int argc, char **argv) {
     bool norm_flag = cli_flag(&a, "--normalize"), no_norm = cli_flag(&a, "--no-normalize");
     if (pool) {
         if (!strcmp(pool, "cls"))
-            c.pool = POOL_CLS;
+            c.pool = BERT8_POOLING_CLS;
         else if (!strcmp(pool, "mean"))
-            c.pool = POOL_MEAN;
+            c.pool = BERT8_POOLING_MEAN;
         else if (!strcmp(pool, "max"))
-            c.pool = POOL_MAX;
+            c.pool = BERT8_POOLING_MAX;
         else
             return cli_error(c.name, "--pooling must be cls, mean or max, not \"%s\"", pool);
     }
     const char *dir = cli_positional(&a);
-    if (dir && !read_st_config(c.name, dir, &c.pool, &c.normalize)) return 1;
-    if (c.pool == POOL_UNSET) c.pool = POOL_MEAN;
-    if (norm_flag) c.normalize = true;
-    if (no_norm) c.normalize = false;
+    if (norm_flag) c.normalize = 1;
+    if (no_norm) c.normalize = 0;
     int rc = finish(&c, &a, dir, threads, max_len, -1, 0);
     if (rc < 0) {
         c.width = c.r.info->hidden_size;
@@ -924,11 +674,11 @@ int cmd_qa(int argc, char **argv) {
     if ((v = cli_opt(&a, "--max-answer-len")) &&
         !cli_int(c.name, "--max-answer-len", v, 1, 1 << 20, &max_answer))
         return 1;
-    c.prob = true;
+    c.qo = bert8_default_qa_options();
     if ((v = cli_opt(&a, "--score"))) {
         if (strcmp(v, "prob") && strcmp(v, "logit"))
             return cli_error(c.name, "--score must be prob or logit");
-        c.prob = !strcmp(v, "prob");
+        c.qo.score_logits = !strcmp(v, "logit");
     }
     const char *dir = cli_positional(&a);
     int rc = finish(&c, &a, dir, threads, max_len, BERT8_HEAD_QA, 384);
@@ -936,13 +686,9 @@ int cmd_qa(int argc, char **argv) {
         rc = cli_error(c.name, "--stride %ld must be below half of max_length %lld", stride,
                        (long long)c.max_len);
     } else if (rc < 0) {
-        c.max_answer = max_answer;
-        c.stride = stride >= 0 ? stride : (c.max_len / 3 < 128 ? c.max_len / 3 : 128);
-        c.ep = bert8_default_encode_params();
-        c.ep.truncation = BERT8_TRUNCATE_ONLY_SECOND;
-        c.ep.max_length = c.max_len;
-        c.ep.return_overflow = 1;
-        c.ep.stride = c.stride;
+        c.qo.max_answer_len = max_answer;
+        c.qo.doc_stride = stride;
+        c.qo.max_length = c.max_len;
         c.compute = qa_compute;
         c.print = qa_print;
         rc = drive(&c);
@@ -968,12 +714,7 @@ int cmd_ner(int argc, char **argv) {
                        (long long)c.max_len);
     } else if (rc < 0) {
         c.width = c.r.info->num_labels;
-        c.stride = stride >= 0 ? stride : c.max_len / 4;
-        c.ep = bert8_default_encode_params();
-        c.ep.truncation = BERT8_TRUNCATE_ONLY_FIRST;
-        c.ep.max_length = c.max_len;
-        c.ep.return_overflow = 1;
-        c.ep.stride = c.stride;
+        c.stride = stride;
         c.compute = ner_compute;
         c.print = ner_print;
         rc = drive_labels(&c);

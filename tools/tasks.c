@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bert8.h"
 #include "text_io.h"
 
 static char *read_all(const char *path, size_t *len, char *err, size_t err_len) {
@@ -50,7 +51,7 @@ bool tsv_load(const char *path, tsv_table *t, char *err, size_t err_len) {
                  (size_t)((char *)memchr(p, 0, (size_t)(end - p)) - t->data));
         goto fail;
     }
-    if (!text_utf8_ok(p, (size_t)(end - p), &bad)) {
+    if (!bert8_utf8_valid(p, (size_t)(end - p), &bad)) {
         snprintf(err, err_len, "%s: invalid UTF-8 at byte %zu", path, bad + (size_t)(p - t->data));
         goto fail;
     }
@@ -152,7 +153,7 @@ static const char *squad_str(const cJSON *o, const char *key, const char *path, 
         snprintf(err, err_len, "%s: %s.%s is missing or not a string", path, where, key);
         return NULL;
     }
-    if (!text_utf8_ok(v->valuestring, strlen(v->valuestring), &bad)) {
+    if (!bert8_utf8_valid(v->valuestring, strlen(v->valuestring), &bad)) {
         snprintf(err, err_len, "%s: %s.%s is not valid UTF-8 (byte %zu)", path, where, key, bad);
         return NULL;
     }

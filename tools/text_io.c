@@ -49,44 +49,6 @@ void text_line_free(text_line *l) {
     memset(l, 0, sizeof *l);
 }
 
-bool text_utf8_ok(const char *s, size_t len, size_t *bad) {
-    const unsigned char *p = (const unsigned char *)s;
-    for (size_t i = 0; i < len;) {
-        unsigned c = p[i];
-        size_t n;
-        uint32_t cp, min;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            n = 2, cp = c & 0x1F, min = 0x80;
-        } else if ((c & 0xF0) == 0xE0) {
-            n = 3, cp = c & 0x0F, min = 0x800;
-        } else if ((c & 0xF8) == 0xF0) {
-            n = 4, cp = c & 0x07, min = 0x10000;
-        } else {
-            *bad = i;
-            return false;
-        }
-        if (len - i < n) {
-            *bad = i;
-            return false;
-        }
-        for (size_t k = 1; k < n; k++) {
-            if ((p[i + k] & 0xC0) != 0x80) {
-                *bad = i;
-                return false;
-            }
-            cp = (cp << 6) | (p[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-            *bad = i;
-            return false;
-        }
-        i += n;
-    }
-    return true;
-}
 
 void text_chars_init(text_chars *c, const char *s, size_t len) {
     c->s = s;

@@ -1,5 +1,5 @@
 /* text_io.h: input and output helpers of the text-level commands: bounded line reading,
- * strict UTF-8 checks, byte -> character offsets, JSON number printing and a progress bar. */
+ * byte -> character offsets, JSON number printing and a progress bar. */
 #ifndef BERT8_TEXT_IO_H
 #define BERT8_TEXT_IO_H
 
@@ -21,9 +21,6 @@ typedef struct text_line {
 int text_read_line(FILE *f, text_line *l, size_t max_bytes);
 void text_line_free(text_line *l);
 
-/* Checks UTF-8 as Python's strict decoder does (no overlongs, surrogates or code points past
- * U+10FFFF). Returns true, or false with *bad set to the byte offset of the first error. */
-bool text_utf8_ok(const char *s, size_t len, size_t *bad);
 
 /* Converts byte offsets into code-point offsets of one text. Cheap for increasing offsets
  * (the cursor moves forward); a smaller offset restarts from the beginning. */

@@ -2,6 +2,7 @@
  * touched), the sharded-index loader and the writer that reproduces the reference layout. */
 #define _GNU_SOURCE
 #include "io/safetensors.h"
+#include "base/utf8.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -179,38 +180,6 @@ static uint64_t read_u64_le(const uint8_t *p) {
     for (int i = 7; i >= 0; i--)
         v = (v << 8) | p[i];
     return v;
-}
-
-/* Offset of the first byte that breaks UTF-8 (overlongs, surrogates and values past U+10FFFF
- * included), or len when the text is valid. */
-static size_t utf8_invalid_at(const uint8_t *s, size_t len) {
-    size_t i = 0;
-    while (i < len) {
-        uint8_t c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t need;
-        uint32_t cp, min;
-        if ((c & 0xE0) == 0xC0) {
-            need = 1, cp = c & 0x1F, min = 0x80;
-        } else if ((c & 0xF0) == 0xE0) {
-            need = 2, cp = c & 0x0F, min = 0x800;
-        } else if ((c & 0xF8) == 0xF0) {
-            need = 3, cp = c & 0x07, min = 0x10000;
-        } else {
-            return i;
-        }
-        if (len - i <= need) return i;
-        for (size_t k = 1; k <= need; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) return i;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
-        i += need + 1;
-    }
-    return len;
 }
 
 /* A JSON number that must be a non-negative integer exactly representable in a double. */
@@ -433,7 +402,7 @@ static bert8_status parse_file(b8_st *st, size_t fi, b8_err *e) {
         return b8_fail(e, BERT8_ERR_FORMAT,
                        "%s: header is not valid JSON: NUL byte at file offset %zu", path,
                        (size_t)(nul - buf));
-    size_t bad = utf8_invalid_at(hdr, hn);
+    size_t bad = b8_utf8_invalid_at(hdr, hn);
     if (bad < hn)
         return b8_fail(e, BERT8_ERR_FORMAT,
                        "%s: header is not valid JSON: invalid UTF-8 at file offset %zu", path,

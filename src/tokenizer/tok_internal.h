@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/utf8.h"
 #include "tokenizer/tokenizer.h"
 
 /* ---- Piece trie: byte-wise trie over vocabulary strings ------------------------------ */
@@ -62,32 +63,6 @@ static inline int32_t b8_ptrie_value(const b8_ptrie *t, uint32_t node) {
 }
 
 /* ---- UTF-8 and Unicode --------------------------------------------------------------- */
-
-/* Decodes one scalar value from valid UTF-8 (checked beforehand); returns its length. */
-static inline int b8_utf8_next(const uint8_t *p, uint32_t *cp) {
-    uint8_t c = p[0];
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    }
-    if (c < 0xE0) {
-        *cp = ((uint32_t)(c & 0x1F) << 6) | (p[1] & 0x3F);
-        return 2;
-    }
-    if (c < 0xF0) {
-        *cp = ((uint32_t)(c & 0x0F) << 12) | ((uint32_t)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
-        return 3;
-    }
-    *cp = ((uint32_t)(c & 0x07) << 18) | ((uint32_t)(p[1] & 0x3F) << 12) |
-          ((uint32_t)(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
-    return 4;
-}
-static inline int b8_utf8_len(uint8_t lead) {
-    return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
-}
-int b8_utf8_put(uint32_t cp, uint8_t *out); /* returns 1..4 */
-/* Offset of the first byte that is not valid UTF-8, or len when all of it is valid. */
-size_t b8_utf8_invalid_at(const uint8_t *s, size_t len);
 
 /* Unicode general category as utf8proc numbers it (UTF8PROC_CATEGORY_*), except that code
  * points new in Unicode 15.0 read as unassigned (Cn), as Python 3.11's unicodedata says. */

@@ -631,8 +631,13 @@ static bert8_status plan_input(const b8_tokenizer *t, const b8_encode_params *p,
             else if (lb > 0)
                 lb--;
         }
-        r.a1 = la;
-        r.b1 = lb;
+        if (p->truncate_left) {
+            r.a0 = na - la;
+            r.b0 = nb - lb;
+        } else {
+            r.a1 = la;
+            r.b1 = lb;
+        }
         r.len = (int64_t)la + lb + nspec;
         if (!plan_push(sc, nplan, r)) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
         return BERT8_OK;
@@ -652,14 +657,21 @@ static bert8_status plan_input(const b8_tokenizer *t, const b8_encode_params *p,
                        (long long)input, (long long)maxlen, second ? "second" : "first",
                        (long long)(second ? na : (pair ? nb : 0)), nspec);
     if (!p->return_overflow) {
-        if (second)
+        if (second && p->truncate_left)
+            r.b0 = nb - (int32_t)budget;
+        else if (second)
             r.b1 = (int32_t)budget;
+        else if (p->truncate_left)
+            r.a0 = na - (int32_t)budget;
         else
             r.a1 = (int32_t)budget;
         r.len = maxlen;
         if (!plan_push(sc, nplan, r)) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
         return BERT8_OK;
     }
+    if (p->truncate_left)
+        return b8_fail(e, BERT8_ERR_UNSUPPORTED, "input %lld: overflow windows with left truncation",
+                       (long long)input);
     if (p->stride < 0 || p->stride >= budget)
         return b8_fail(e, BERT8_ERR_INVALID_ARG,
                        "input %lld: stride %lld must be below the %lld tokens that fit in a "

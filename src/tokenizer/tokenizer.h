@@ -98,6 +98,11 @@ const char *b8_tokenizer_id_to_token(const b8_tokenizer *t, int32_t id, size_t *
 /* The id of a token string, as the reference's convert_tokens_to_ids does, or -1 when the
  * string is not in the vocabulary (Unigram: unknown pieces give the <unk> id). */
 int32_t b8_tokenizer_token_to_id(const b8_tokenizer *t, const char *token, size_t len);
+/* Whether id is a special token: one of the named specials or an added special token. */
+bool b8_tokenizer_is_special(const b8_tokenizer *t, int32_t id);
+/* ids -> text as transformers' decode (see decode.c); *out is freed by the caller (free). */
+bert8_status b8_tokenizer_decode(const b8_tokenizer *t, const int32_t *ids, int64_t n, bool skip_special, char **out,
+                                 b8_err *e);
 /* Number of special tokens the template adds to a single sequence (pair = 0) or a pair. */
 int b8_tokenizer_num_special_tokens(const b8_tokenizer *t, int pair);
 
@@ -149,6 +154,8 @@ typedef struct b8_encode_params {
     int64_t stride;
     b8_padding padding;
     int64_t pad_to_multiple_of; /* 0: off */
+    int truncate_left;          /* cut tokens from the start of a sequence instead of its end
+                                   (transformers' truncation_side="left"; not with overflow) */
 } b8_encode_params;
 
 /* add_special_tokens 1, no truncation, pad to longest, no overflow. */

@@ -62,7 +62,7 @@ int64_t bert8_tokenizer_model_max_length(const bert8_tokenizer *t) {
 }
 
 bert8_encode_params bert8_default_encode_params(void) {
-    bert8_encode_params p = {1, BERT8_TRUNCATE_NONE, 0, 0, 0, 0};
+    bert8_encode_params p = {1, BERT8_TRUNCATE_NONE, 0, 0, 0, 0, 0};
     return p;
 }
 
@@ -82,11 +82,42 @@ static void publish(bert8_encoding *o, b8_encoding *in) {
     o->priv = in;
 }
 
+/* Encodes n inputs with explicit lengths (lens NULL: strlen). */
+static bert8_status encode(const bert8_tokenizer *t, int64_t n, const char *const *texts, const size_t *tl,
+                           const char *const *pairs, const size_t *pl, const bert8_encode_params *params,
+                           bert8_encoding *out, char *err, size_t err_len) {
+    b8_err e;
+    b8_err_clear(&e);
+    bert8_encode_params p = params ? *params : bert8_default_encode_params();
+    if ((unsigned)p.truncation > BERT8_TRUNCATE_ONLY_SECOND) {
+        if (err && err_len) snprintf(err, err_len, "bert8_encode: unknown truncation %d", (int)p.truncation);
+        return BERT8_ERR_INVALID_ARG;
+    }
+    b8_encode_params ip = b8_default_encode_params();
+    ip.add_special_tokens = p.add_special_tokens;
+    static const b8_truncation tmap[] = {B8_TRUNC_NONE, B8_TRUNC_LONGEST_FIRST, B8_TRUNC_ONLY_FIRST,
+                                         B8_TRUNC_ONLY_SECOND};
+    ip.truncation = tmap[p.truncation];
+    ip.max_length = p.max_length;
+    ip.return_overflow = p.return_overflow;
+    ip.stride = p.stride;
+    ip.padding = p.pad_to_max_length ? B8_PAD_MAX_LENGTH : B8_PAD_LONGEST;
+    ip.truncate_left = p.truncate_left != 0;
+    b8_encoding *in = out->priv;
+    if (!in) {
+        memset(out, 0, sizeof *out);
+        in = calloc(1, sizeof *in);
+        if (!in) return BERT8_ERR_NOMEM;
+    }
+    bert8_status st = b8_tokenizer_encode_batch(t->t, n, texts, tl, pairs, pl, &ip, in, &e);
+    publish(out, in);
+    if (st) put_err(err, err_len, &e);
+    return st;
+}
+
 bert8_status bert8_encode(const bert8_tokenizer *t, int64_t n, const char *const *texts,
                           const char *const *pairs, const bert8_encode_params *params,
                           bert8_encoding *out, char *err, size_t err_len) {
-    b8_err e;
-    b8_err_clear(&e);
     if (!t || !out || (n > 0 && !texts) || n < 0) {
         if (err && err_len) snprintf(err, err_len, "bert8_encode: bad arguments");
         return BERT8_ERR_INVALID_ARG;
@@ -96,26 +127,63 @@ bert8_status bert8_encode(const bert8_tokenizer *t, int64_t n, const char *const
             if (err && err_len) snprintf(err, err_len, "bert8_encode: text %lld is NULL", (long long)i);
             return BERT8_ERR_INVALID_ARG;
         }
-    bert8_encode_params p = params ? *params : bert8_default_encode_params();
-    b8_encode_params ip = b8_default_encode_params();
-    ip.add_special_tokens = p.add_special_tokens;
-    static const b8_truncation tmap[] = {B8_TRUNC_NONE, B8_TRUNC_LONGEST_FIRST, B8_TRUNC_ONLY_FIRST,
-                                         B8_TRUNC_ONLY_SECOND};
-    ip.truncation = (unsigned)p.truncation < 4 ? tmap[p.truncation] : B8_TRUNC_NONE;
-    ip.max_length = p.max_length;
-    ip.return_overflow = p.return_overflow;
-    ip.stride = p.stride;
-    ip.padding = p.pad_to_max_length ? B8_PAD_MAX_LENGTH : B8_PAD_LONGEST;
-    b8_encoding *in = out->priv;
-    if (!in) {
-        memset(out, 0, sizeof *out);
-        in = calloc(1, sizeof *in);
-        if (!in) return BERT8_ERR_NOMEM;
+    return encode(t, n, texts, NULL, pairs, NULL, params, out, err, err_len);
+}
+
+bert8_status bert8_encode_texts(const bert8_tokenizer *t, int64_t n, const bert8_text *texts,
+                                const bert8_text *pairs, const bert8_encode_params *params,
+                                bert8_encoding *out, char *err, size_t err_len) {
+    if (!t || !out || (n > 0 && !texts) || n < 0) {
+        if (err && err_len) snprintf(err, err_len, "bert8_encode_texts: bad arguments");
+        return BERT8_ERR_INVALID_ARG;
     }
-    bert8_status st = b8_tokenizer_encode_batch(t->t, n, texts, NULL, pairs, NULL, &ip, in, &e);
-    publish(out, in);
+    size_t cnt = n > 0 ? (size_t)n : 1;
+    const char **tp = malloc(cnt * sizeof *tp), **pp = pairs ? malloc(cnt * sizeof *pp) : NULL;
+    size_t *tl = malloc(cnt * sizeof *tl), *pl = pairs ? malloc(cnt * sizeof *pl) : NULL;
+    bert8_status st = BERT8_OK;
+    if (!tp || !tl || (pairs && (!pp || !pl))) {
+        st = BERT8_ERR_NOMEM;
+        if (err && err_len) snprintf(err, err_len, "out of memory");
+        goto out;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if (!texts[i].data && texts[i].len) {
+            st = BERT8_ERR_INVALID_ARG;
+            if (err && err_len) snprintf(err, err_len, "bert8_encode_texts: text %lld is NULL", (long long)i);
+            goto out;
+        }
+        tp[i] = texts[i].data ? texts[i].data : "";
+        tl[i] = texts[i].len;
+        if (pairs) {
+            pp[i] = pairs[i].data;
+            pl[i] = pairs[i].data ? pairs[i].len : 0;
+        }
+    }
+    st = encode(t, n, tp, tl, pp, pl, params, out, err, err_len);
+out:
+    free(tp);
+    free(pp);
+    free(tl);
+    free(pl);
+    return st;
+}
+
+bert8_status bert8_decode(const bert8_tokenizer *t, const int32_t *ids, int64_t n, int skip_special_tokens,
+                          char **out, char *err, size_t err_len) {
+    if (out) *out = NULL;
+    if (!t || !out) {
+        if (err && err_len) snprintf(err, err_len, "bert8_decode: tokenizer and out must not be NULL");
+        return BERT8_ERR_INVALID_ARG;
+    }
+    b8_err e;
+    b8_err_clear(&e);
+    bert8_status st = b8_tokenizer_decode(t->t, ids, n, skip_special_tokens != 0, out, &e);
     if (st) put_err(err, err_len, &e);
     return st;
+}
+
+int bert8_tokenizer_is_special(const bert8_tokenizer *t, int32_t id) {
+    return t && b8_tokenizer_is_special(t->t, id);
 }
 
 void bert8_encoding_free(bert8_encoding *enc) {

@@ -1,0 +1,226 @@
+/* bert8_pipeline.h: task pipelines of bert8: text in, task results out.
+ *
+ * A pipeline is a model and its tokenizer with the task logic every front end needs: text
+ * classification (softmax, sigmoid, id2label), sentence embeddings (CLS / mean / max pooling,
+ * normalisation, sentence-transformers folders), cross-encoder reranking, extractive question
+ * answering (strided windows, best span, offsets into the original text) and token
+ * classification (the aggregation strategies of the transformers pipeline). Each call takes
+ * many texts, tokenizes them, groups them into forward passes of at most max_batch_tokens real
+ * tokens (longest first; padding-free by default) and returns one result per input in input
+ * order.
+ *
+ * Threads: a pipeline is immutable once opened; any number of threads may call it at once (it
+ * keeps a pool of sessions, one per concurrent call). Each call runs on the process-wide OpenMP
+ * pool of the calling thread.
+ *
+ * Texts carry explicit byte lengths (NUL bytes are ordinary characters) and must be UTF-8;
+ * invalid UTF-8 fails the call with BERT8_ERR_ENCODING naming the input and the byte offset.
+ * Every call reports failure through its status and, when err is not NULL, a message of at most
+ * err_len bytes; a failed call writes no partial results that look valid (output buffers are
+ * left in an unspecified state, allocated results are freed). Offsets are byte offsets into
+ * the input text, with character (code point) offsets beside them as the Hugging Face
+ * pipelines report them.
+ *
+ * Limits (bert8_pipeline_params, with documented defaults) bound what one call may cost: bytes
+ * per text, inputs per call, overflow windows per text. A request past a limit fails with
+ * BERT8_ERR_TOO_LARGE before any model work. */
+#ifndef BERT8_PIPELINE_H
+#define BERT8_PIPELINE_H
+
+#include "bert8.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct bert8_pipeline bert8_pipeline;
+
+typedef enum bert8_task {
+    BERT8_TASK_EMBED,    /* a base model: sentence embeddings */
+    BERT8_TASK_CLASSIFY, /* a sequence classification head (also rerank with one label) */
+    BERT8_TASK_QA,       /* a question answering head */
+    BERT8_TASK_NER       /* a token classification head */
+} bert8_task;
+
+typedef enum bert8_pooling {
+    BERT8_POOLING_DEFAULT, /* the folder's 1_Pooling/config.json, else mean */
+    BERT8_POOLING_CLS,
+    BERT8_POOLING_MEAN,
+    BERT8_POOLING_MAX
+} bert8_pooling;
+
+typedef struct bert8_pipeline_params {
+    int threads;              /* size of the OpenMP pool; 0: leave it as it is */
+    int64_t max_batch_tokens; /* real tokens per forward pass (default 8192) */
+    int64_t max_batch_size;   /* sequences per forward pass (default 128) */
+    int64_t max_length;       /* tokens per sequence; 0: the model's and tokenizer's limit */
+    int padding_free;         /* 1 (default): packed forward passes; 0: padded batches */
+    /* limits per call */
+    int64_t max_text_bytes;   /* bytes per text (default 1 MiB) */
+    int64_t max_inputs;       /* texts per call (default 1,000,000) */
+    int64_t max_windows;      /* overflow windows per text for qa and ner (default 256) */
+    /* embeddings: how the folder's settings are overridden */
+    bert8_pooling pooling;    /* DEFAULT: the folder's */
+    int normalize;            /* -1 (default): the folder's (a Normalize module), 0, 1 */
+} bert8_pipeline_params;
+
+bert8_pipeline_params bert8_default_pipeline_params(void);
+
+/* Opens the model and tokenizer of a folder. */
+bert8_status bert8_pipeline_open(const char *dir, const bert8_pipeline_params *params, bert8_pipeline **out,
+                                 char *err, size_t err_len);
+/* A pipeline over a model and a tokenizer the caller keeps (e.g. a model quantized in memory);
+ * both must outlive the pipeline. dir (may be NULL) is read for 1_Pooling/config.json and
+ * modules.json. */
+bert8_status bert8_pipeline_wrap(const bert8_model *model, const bert8_tokenizer *tok, const char *dir,
+                                 const bert8_pipeline_params *params, bert8_pipeline **out, char *err,
+                                 size_t err_len);
+void bert8_pipeline_free(bert8_pipeline *p); /* NULL is a no-op */
+
+typedef struct bert8_pipeline_info {
+    bert8_task task;            /* what the model's head does */
+    const bert8_model_info *model;
+    int64_t max_length;         /* tokens per sequence */
+    int64_t dim;                /* embedding width (hidden size) */
+    int64_t num_labels;         /* classification / token classification labels (0 otherwise) */
+    bert8_pooling pooling;      /* the pooling embed uses by default (never DEFAULT) */
+    int normalize;              /* 1 when embed normalises by default */
+    bert8_pipeline_params params;
+} bert8_pipeline_info;
+
+const bert8_pipeline_info *bert8_pipeline_get_info(const bert8_pipeline *p);
+const bert8_model *bert8_pipeline_model(const bert8_pipeline *p);
+const bert8_tokenizer *bert8_pipeline_tokenizer(const bert8_pipeline *p);
+/* id2label name of label i, or NULL. */
+const char *bert8_pipeline_label(const bert8_pipeline *p, int64_t i);
+
+/* ---- Per-call options ---------------------------------------------------------------- */
+
+typedef enum bert8_score_fn {
+    BERT8_SCORE_AUTO,    /* as transformers: sigmoid for one label, softmax for several */
+    BERT8_SCORE_SOFTMAX,
+    BERT8_SCORE_SIGMOID,
+    BERT8_SCORE_NONE     /* raw logits */
+} bert8_score_fn;
+
+typedef enum bert8_side { BERT8_SIDE_RIGHT, BERT8_SIDE_LEFT } bert8_side;
+
+typedef struct bert8_run_options {
+    int truncate;            /* 1 (default): cut texts past max_length; 0: such a text fails the
+                                call with BERT8_ERR_TOO_LARGE naming it */
+    bert8_side truncation_side; /* which end is cut (default RIGHT) */
+    int64_t max_length;      /* 0 (default): the pipeline's */
+} bert8_run_options;
+
+bert8_run_options bert8_default_run_options(void);
+
+/* ---- Tasks ----------------------------------------------------------------------------- */
+
+/* Sequence classification of n texts (pairs may be NULL, or hold entries with data NULL for
+ * single texts). scores: [n][num_labels], after score_fn. */
+bert8_status bert8_classify(const bert8_pipeline *p, int64_t n, const bert8_text *texts, const bert8_text *pairs,
+                            const bert8_run_options *opt, bert8_score_fn score_fn, float *scores, char *err,
+                            size_t err_len);
+
+typedef struct bert8_embed_options {
+    bert8_pooling pooling;   /* DEFAULT: the pipeline's */
+    int normalize;           /* -1: the pipeline's, 0, 1 (L2, as sentence-transformers' Normalize) */
+    int64_t dimensions;      /* 0: all; else keep the first `dimensions` values (Matryoshka),
+                                before normalising */
+} bert8_embed_options;
+
+bert8_embed_options bert8_default_embed_options(void);
+
+/* Sentence embeddings of n texts (pairs as for classify). out: [n][dim], dim = the options'
+ * dimensions or the hidden size. */
+bert8_status bert8_embed(const bert8_pipeline *p, int64_t n, const bert8_text *texts, const bert8_text *pairs,
+                         const bert8_run_options *opt, const bert8_embed_options *eo, float *out, char *err,
+                         size_t err_len);
+
+/* The last hidden state of every token (special tokens included), per text. */
+typedef struct bert8_token_embeddings {
+    int64_t n, dim;
+    const int64_t *offsets; /* [n + 1]: text i has rows [offsets[i], offsets[i+1]) */
+    const float *data;      /* [offsets[n]][dim] */
+    void *priv;
+} bert8_token_embeddings;
+
+bert8_status bert8_embed_tokens(const bert8_pipeline *p, int64_t n, const bert8_text *texts,
+                                const bert8_run_options *opt, bert8_token_embeddings *out, char *err,
+                                size_t err_len);
+void bert8_token_embeddings_free(bert8_token_embeddings *t); /* NULL is a no-op */
+
+/* Cross-encoder reranking: the score of (query, texts[i]) for each i. One-label heads give
+ * sigmoid(logit) (raw_scores: the logit); several labels give softmax(logits)[last] (raw: that
+ * logit). order (may be NULL): [n] indices sorted by descending score (stable). */
+bert8_status bert8_rerank(const bert8_pipeline *p, bert8_text query, int64_t n, const bert8_text *texts,
+                          const bert8_run_options *opt, int raw_scores, float *scores, int64_t *order, char *err,
+                          size_t err_len);
+
+typedef struct bert8_qa_options {
+    int64_t max_answer_len;  /* tokens (default 30) */
+    int64_t doc_stride;      /* overlap of context windows in tokens; -1 (default):
+                                min(128, max_length / 3) */
+    int64_t max_length;      /* tokens per window; 0 (default): min(384, the model's limit) */
+    int score_logits;        /* 0 (default): p(start) p(end), each a softmax over the window's
+                                context tokens (transformers' pipeline); 1: start + end logits
+                                (the SQuAD reference post-processing) */
+} bert8_qa_options;
+
+bert8_qa_options bert8_default_qa_options(void);
+
+typedef struct bert8_qa_answer {
+    int found;                     /* 0 when the context is empty */
+    double score;
+    int64_t start, end;            /* bytes into the context, blanks at both ends trimmed */
+    int64_t start_char, end_char;  /* the same in characters */
+} bert8_qa_answer;
+
+bert8_status bert8_qa(const bert8_pipeline *p, int64_t n, const bert8_text *questions, const bert8_text *contexts,
+                      const bert8_qa_options *qo, bert8_qa_answer *out, char *err, size_t err_len);
+
+typedef enum bert8_aggregation {
+    BERT8_AGG_NONE,    /* every token with its own label */
+    BERT8_AGG_SIMPLE,  /* tokens grouped into entities by their B-/I- tags */
+    BERT8_AGG_FIRST,   /* words take the label of their first token, then grouped */
+    BERT8_AGG_AVERAGE, /* words take the argmax of their tokens' mean scores, then grouped */
+    BERT8_AGG_MAX      /* words take the label of their most confident token, then grouped */
+} bert8_aggregation;
+
+typedef struct bert8_ner_options {
+    bert8_aggregation aggregation; /* default FIRST */
+    int64_t stride;          /* overlap of windows for long texts; -1 (default): max_length / 4 */
+    int keep_outside;        /* 1: entities keep the "O" label too; 0 (default): dropped as
+                                transformers' ignore_labels does */
+} bert8_ner_options;
+
+bert8_ner_options bert8_default_ner_options(void);
+
+typedef struct bert8_entity {
+    const char *label;             /* the token's or the group's label (owned by the pipeline) */
+    float score;
+    int64_t start, end;            /* bytes into the text (blanks at both ends trimmed) */
+    int64_t start_char, end_char;
+    int64_t index;                 /* NONE: the token's position in its window; else -1 */
+} bert8_entity;
+
+typedef struct bert8_ner_result {
+    int64_t n;
+    /* per text i: entities [entity_offsets[i], entity_offsets[i+1]) */
+    const int64_t *entity_offsets;
+    const bert8_entity *entities;
+    /* per text i: words [word_offsets[i], word_offsets[i+1]): every word (tokens for NONE and
+     * SIMPLE) with its label before grouping, "O" included */
+    const int64_t *word_offsets;
+    const bert8_entity *words;
+    void *priv;
+} bert8_ner_result;
+
+bert8_status bert8_ner(const bert8_pipeline *p, int64_t n, const bert8_text *texts, const bert8_ner_options *no,
+                       bert8_ner_result *out, char *err, size_t err_len);
+void bert8_ner_result_free(bert8_ner_result *r); /* NULL is a no-op */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,433 @@
+/* pipeline.c: opening a pipeline, its session pool, and the row runner every task uses. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/st_config.h"
+#include "pipeline/pipeline_internal.h"
+
+bert8_pipeline_params bert8_default_pipeline_params(void) {
+    bert8_pipeline_params p;
+    memset(&p, 0, sizeof p);
+    p.max_batch_tokens = 8192;
+    p.max_batch_size = 128;
+    p.padding_free = 1;
+    p.max_text_bytes = (int64_t)1 << 20;
+    p.max_inputs = 1000000;
+    p.max_windows = 256;
+    p.pooling = BERT8_POOLING_DEFAULT;
+    p.normalize = -1;
+    return p;
+}
+
+bert8_run_options bert8_default_run_options(void) {
+    bert8_run_options o = {1, BERT8_SIDE_RIGHT, 0};
+    return o;
+}
+
+bert8_status b8_pipe_report(bert8_status st, const b8_err *e, char *err, size_t err_len) {
+    if (st && err && err_len) snprintf(err, err_len, "%s", e->msg[0] ? e->msg : bert8_status_string(st));
+    return st;
+}
+
+static bert8_status fail_out(char *err, size_t err_len, bert8_status st, const char *fmt, const char *a) {
+    if (err && err_len) snprintf(err, err_len, fmt, a);
+    return st;
+}
+
+static bert8_status check_params(const bert8_pipeline_params *p, b8_err *e) {
+    if (p->threads < 0) return b8_fail(e, BERT8_ERR_INVALID_ARG, "threads %d is negative", p->threads);
+    if (p->max_batch_tokens < 1 || p->max_batch_size < 1)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "max_batch_tokens (%lld) and max_batch_size (%lld) must be positive",
+                       (long long)p->max_batch_tokens, (long long)p->max_batch_size);
+    if (p->max_length < 0 || p->max_text_bytes < 1 || p->max_inputs < 1 || p->max_windows < 1)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "pipeline limits must be positive");
+    if ((unsigned)p->pooling > BERT8_POOLING_MAX)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "unknown pooling %d", (int)p->pooling);
+    if (p->normalize < -1 || p->normalize > 1)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "normalize must be -1, 0 or 1, not %d", p->normalize);
+    if (p->padding_free != 0 && p->padding_free != 1)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "padding_free must be 0 or 1");
+    return BERT8_OK;
+}
+
+static bert8_status setup(bert8_pipeline *pl, const char *dir, const bert8_pipeline_params *params, b8_err *e) {
+    bert8_pipeline_params p = params ? *params : bert8_default_pipeline_params();
+    bert8_status st = check_params(&p, e);
+    if (st) return st;
+    const bert8_model_info *mi = bert8_model_get_info(pl->model);
+    int64_t tv = bert8_tokenizer_vocab_size(pl->tok);
+    if (tv > mi->vocab_size)
+        return b8_fail(e, BERT8_ERR_SHAPE, "the tokenizer has %lld tokens but the model's vocabulary has only %lld",
+                       (long long)tv, (long long)mi->vocab_size);
+    bert8_pipeline_info *in = &pl->info;
+    in->model = mi;
+    in->params = p;
+    in->dim = mi->hidden_size;
+    in->task = mi->head == BERT8_HEAD_SEQ_CLS     ? BERT8_TASK_CLASSIFY
+               : mi->head == BERT8_HEAD_QA        ? BERT8_TASK_QA
+               : mi->head == BERT8_HEAD_TOKEN_CLS ? BERT8_TASK_NER
+                                                  : BERT8_TASK_EMBED;
+    in->num_labels = mi->head == BERT8_HEAD_SEQ_CLS || mi->head == BERT8_HEAD_TOKEN_CLS ? mi->num_labels : 0;
+    int64_t max_len = bert8_tokenizer_model_max_length(pl->tok);
+    if (max_len <= 0 || max_len > mi->max_seq_len) max_len = mi->max_seq_len;
+    if (p.max_length > 0) {
+        if (p.max_length > max_len)
+            return b8_fail(e, BERT8_ERR_TOO_LARGE, "max_length %lld exceeds the model's limit of %lld tokens",
+                           (long long)p.max_length, (long long)max_len);
+        max_len = p.max_length;
+    }
+    in->max_length = max_len;
+    pl->use_types = mi->type_vocab_size > 1 && mi->arch != BERT8_ARCH_DISTILBERT;
+    /* embeddings: the folder's sentence-transformers settings, then the caller's */
+    b8_st_pool sp = B8_ST_POOL_UNSET;
+    bool snorm = false;
+    if (dir && (st = b8_st_config_read(dir, &sp, &snorm, e)) && p.pooling == BERT8_POOLING_DEFAULT) return st;
+    static const bert8_pooling map[] = {BERT8_POOLING_MEAN, BERT8_POOLING_CLS, BERT8_POOLING_MEAN, BERT8_POOLING_MAX};
+    in->pooling = p.pooling != BERT8_POOLING_DEFAULT ? p.pooling : map[sp];
+    in->normalize = p.normalize >= 0 ? p.normalize : snorm;
+    b8_err_clear(e);
+    if (pthread_mutex_init(&pl->mu, NULL)) return b8_fail(e, BERT8_ERR_INTERNAL, "mutex initialisation failed");
+    return BERT8_OK;
+}
+
+bert8_status bert8_pipeline_open(const char *dir, const bert8_pipeline_params *params, bert8_pipeline **out,
+                                 char *err, size_t err_len) {
+    if (out) *out = NULL;
+    if (!dir || !out) return fail_out(err, err_len, BERT8_ERR_INVALID_ARG, "%s", "bert8_pipeline_open: dir and out must not be NULL");
+    bert8_pipeline *pl = calloc(1, sizeof *pl);
+    if (!pl) return fail_out(err, err_len, BERT8_ERR_NOMEM, "%s", "out of memory");
+    b8_err e;
+    b8_err_clear(&e);
+    char msg[1024];
+    bert8_status st = bert8_tokenizer_load(dir, &pl->own_tok, msg, sizeof msg);
+    if (st) {
+        b8_fail(&e, st, "loading the tokenizer of %s: %s", dir, msg);
+        goto fail;
+    }
+    bert8_load_params lp = bert8_default_load_params();
+    lp.threads = params ? params->threads : 0;
+    if ((st = bert8_model_load(dir, &lp, &pl->own_model, msg, sizeof msg))) {
+        b8_fail(&e, st, "%s", msg);
+        goto fail;
+    }
+    pl->model = pl->own_model;
+    pl->tok = pl->own_tok;
+    if ((st = setup(pl, dir, params, &e))) goto fail;
+    *out = pl;
+    return BERT8_OK;
+fail:
+    bert8_model_free(pl->own_model);
+    bert8_tokenizer_free(pl->own_tok);
+    free(pl);
+    return b8_pipe_report(st, &e, err, err_len);
+}
+
+bert8_status bert8_pipeline_wrap(const bert8_model *model, const bert8_tokenizer *tok, const char *dir,
+                                 const bert8_pipeline_params *params, bert8_pipeline **out, char *err,
+                                 size_t err_len) {
+    if (out) *out = NULL;
+    if (!model || !tok || !out)
+        return fail_out(err, err_len, BERT8_ERR_INVALID_ARG, "%s", "bert8_pipeline_wrap: model, tok and out must not be NULL");
+    bert8_pipeline *pl = calloc(1, sizeof *pl);
+    if (!pl) return fail_out(err, err_len, BERT8_ERR_NOMEM, "%s", "out of memory");
+    pl->model = model;
+    pl->tok = tok;
+    if (params && params->threads > 0) bert8_set_threads(params->threads);
+    b8_err e;
+    b8_err_clear(&e);
+    bert8_status st = setup(pl, dir, params, &e);
+    if (st) {
+        free(pl);
+        return b8_pipe_report(st, &e, err, err_len);
+    }
+    *out = pl;
+    return BERT8_OK;
+}
+
+void bert8_pipeline_free(bert8_pipeline *p) {
+    if (!p) return;
+    for (size_t i = 0; i < p->n_idle; i++) bert8_session_free(p->idle[i]);
+    free(p->idle);
+    pthread_mutex_destroy(&p->mu);
+    bert8_model_free(p->own_model);
+    bert8_tokenizer_free(p->own_tok);
+    free(p);
+}
+
+const bert8_pipeline_info *bert8_pipeline_get_info(const bert8_pipeline *p) { return p ? &p->info : NULL; }
+const bert8_model *bert8_pipeline_model(const bert8_pipeline *p) { return p ? p->model : NULL; }
+const bert8_tokenizer *bert8_pipeline_tokenizer(const bert8_pipeline *p) { return p ? p->tok : NULL; }
+const char *bert8_pipeline_label(const bert8_pipeline *p, int64_t i) {
+    return p ? bert8_model_label(p->model, i) : NULL;
+}
+
+/* ---- sessions ---------------------------------------------------------------------------- */
+
+static bert8_session *acquire(const bert8_pipeline *cp) {
+    bert8_pipeline *p = (bert8_pipeline *)cp; /* the pool is the one mutable part, under its mutex */
+    bert8_session *s = NULL;
+    pthread_mutex_lock(&p->mu);
+    if (p->n_idle) s = p->idle[--p->n_idle];
+    pthread_mutex_unlock(&p->mu);
+    if (!s && bert8_session_create(p->model, &s)) s = NULL;
+    return s;
+}
+
+static void release(const bert8_pipeline *cp, bert8_session *s) {
+    bert8_pipeline *p = (bert8_pipeline *)cp;
+    pthread_mutex_lock(&p->mu);
+    if (p->n_idle == p->cap_idle) {
+        size_t cap = p->cap_idle ? 2 * p->cap_idle : 4;
+        bert8_session **n = realloc(p->idle, cap * sizeof *n);
+        if (n) {
+            p->idle = n;
+            p->cap_idle = cap;
+        }
+    }
+    if (p->n_idle < p->cap_idle) {
+        p->idle[p->n_idle++] = s;
+        s = NULL;
+    }
+    pthread_mutex_unlock(&p->mu);
+    bert8_session_free(s); /* out of memory for the list: just drop it */
+}
+
+/* ---- the row runner ------------------------------------------------------------------------ */
+
+static int by_len_desc(const void *a, const void *b) {
+    const b8_row *x = a, *y = b;
+    if (x->len != y->len) return x->len > y->len ? -1 : 1;
+    return x->tag < y->tag ? -1 : x->tag > y->tag;
+}
+
+bert8_status b8_pipe_rows(const bert8_pipeline *p, const bert8_encoding *enc, b8_row **rows, int64_t *n,
+                          int64_t *cap, b8_err *e) {
+    if (*n + enc->rows > *cap) {
+        int64_t nc = *cap ? *cap : 64;
+        while (nc < *n + enc->rows) nc *= 2;
+        b8_row *r = realloc(*rows, (size_t)nc * sizeof *r);
+        if (!r) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+        *rows = r;
+        *cap = nc;
+    }
+    for (int64_t i = 0; i < enc->rows; i++) {
+        b8_row *r = &(*rows)[(*n)++];
+        r->ids = enc->input_ids + i * enc->seq;
+        r->types = p->use_types ? enc->token_type_ids + i * enc->seq : NULL;
+        r->len = enc->lengths[i];
+        r->tag = i;
+    }
+    return BERT8_OK;
+}
+
+/* Scratch of one batch: the packed or padded token arrays. */
+typedef struct batch_buf {
+    int32_t *ids, *types, *mask;
+    int64_t *cu;
+    size_t cap_tok, cap_seq;
+} batch_buf;
+
+static bool bb_reserve(batch_buf *b, size_t tok, size_t seq) {
+    if (tok > b->cap_tok) {
+        int32_t *i = realloc(b->ids, tok * sizeof *i), *t = i ? realloc(b->types, tok * sizeof *t) : NULL;
+        if (i) b->ids = i;
+        if (t) b->types = t;
+        int32_t *m = t ? realloc(b->mask, tok * sizeof *m) : NULL;
+        if (m) b->mask = m;
+        if (!i || !t || !m) return false;
+        b->cap_tok = tok;
+    }
+    if (seq > b->cap_seq) {
+        int64_t *c = realloc(b->cu, seq * sizeof *c);
+        if (!c) return false;
+        b->cu = c;
+        b->cap_seq = seq;
+    }
+    return true;
+}
+
+static bert8_status run_batch(const bert8_pipeline *p, bert8_session *s, const b8_row *rows, int64_t nb,
+                              batch_buf *bb, b8_row_fn fn, void *ctx, b8_err *e) {
+    const bool packed = p->info.params.padding_free;
+    const int64_t T = rows[0].len; /* the longest: rows are sorted */
+    int64_t tokens = 0;
+    for (int64_t i = 0; i < nb; i++) tokens += rows[i].len;
+    if (!bb_reserve(bb, (size_t)(packed ? tokens : nb * T), (size_t)nb + 1))
+        return b8_fail(e, BERT8_ERR_NOMEM, "out of memory for a batch of %lld tokens", (long long)tokens);
+    const bool types = rows[0].types != NULL;
+    bert8_outputs o;
+    bert8_status st;
+    if (packed) {
+        int64_t at = 0;
+        bb->cu[0] = 0;
+        for (int64_t i = 0; i < nb; i++) {
+            memcpy(bb->ids + at, rows[i].ids, (size_t)rows[i].len * sizeof(int32_t));
+            if (types) memcpy(bb->types + at, rows[i].types, (size_t)rows[i].len * sizeof(int32_t));
+            at += rows[i].len;
+            bb->cu[i + 1] = at;
+        }
+        bert8_packed_batch b = {nb, bb->cu, bb->ids, types ? bb->types : NULL};
+        st = bert8_forward_packed(s, &b, &o);
+    } else {
+        const int32_t pad = (int32_t)bert8_model_get_info(p->model)->pad_token_id;
+        for (int64_t i = 0; i < nb; i++) {
+            const int64_t len = rows[i].len;
+            for (int64_t t = 0; t < T; t++) {
+                bb->ids[i * T + t] = t < len ? rows[i].ids[t] : pad;
+                bb->types[i * T + t] = t < len && types ? rows[i].types[t] : 0;
+                bb->mask[i * T + t] = t < len;
+            }
+        }
+        bert8_batch b = {nb, T, bb->ids, bb->mask, types ? bb->types : NULL};
+        st = bert8_forward(s, &b, &o);
+    }
+    if (st) return b8_fail(e, st, "%s", bert8_session_last_error(s));
+    const int64_t H = p->info.dim;
+    const int64_t L = o.logits.data ? o.logits.shape[o.logits.ndim - 1] : 0;
+    const bool tok_logits = o.logits.data && bert8_model_get_info(p->model)->head == BERT8_HEAD_TOKEN_CLS;
+    int64_t at = 0;
+    for (int64_t i = 0; i < nb; i++) {
+        const int64_t r0 = packed ? at : i * T; /* the row's first token in the outputs */
+        b8_rowout ro = {rows[i].tag, rows[i].len, o.last_hidden_state.data + r0 * H,
+                        o.pooler_output.data ? o.pooler_output.data + i * H : NULL,
+                        o.logits.data && !tok_logits ? o.logits.data + i * L : NULL,
+                        tok_logits ? o.logits.data + r0 * L : NULL,
+                        o.start_logits.data ? o.start_logits.data + r0 : NULL,
+                        o.end_logits.data ? o.end_logits.data + r0 : NULL};
+        if ((st = fn(ctx, &ro, e))) return st;
+        at += rows[i].len;
+    }
+    return BERT8_OK;
+}
+
+bert8_status b8_pipe_run(const bert8_pipeline *p, b8_row *rows, int64_t n, b8_row_fn fn, void *ctx, b8_err *e) {
+    if (n == 0) return BERT8_OK;
+    qsort(rows, (size_t)n, sizeof *rows, by_len_desc);
+    bert8_session *s = acquire(p);
+    if (!s) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory creating a session");
+    const bert8_pipeline_params *pp = &p->info.params;
+    batch_buf bb = {0};
+    bert8_status st = BERT8_OK;
+    for (int64_t i = 0; i < n && !st;) {
+        /* rows [i, j): under the token budget (padded: rows x the longest) and the size cap */
+        int64_t j = i + 1, tokens = rows[i].len;
+        while (j < n && j - i < pp->max_batch_size) {
+            int64_t next = pp->padding_free ? tokens + rows[j].len : (j - i + 1) * rows[i].len;
+            if (next > pp->max_batch_tokens) break;
+            tokens = next;
+            j++;
+        }
+        st = run_batch(p, s, rows + i, j - i, &bb, fn, ctx, e);
+        i = j;
+    }
+    free(bb.ids);
+    free(bb.types);
+    free(bb.mask);
+    free(bb.cu);
+    release(p, s);
+    return st;
+}
+
+/* ---- inputs -------------------------------------------------------------------------------- */
+
+bert8_status b8_pipe_check_texts(const bert8_pipeline *p, int64_t n, const bert8_text *texts, const char *what,
+                                 bool allow_null, b8_err *e) {
+    const bert8_pipeline_params *pp = &p->info.params;
+    if (n < 0) return b8_fail(e, BERT8_ERR_INVALID_ARG, "%lld %ss", (long long)n, what);
+    if (n > pp->max_inputs)
+        return b8_fail(e, BERT8_ERR_TOO_LARGE, "%lld %ss in one call, over the limit of %lld", (long long)n, what,
+                       (long long)pp->max_inputs);
+    if (n > 0 && !texts) return b8_fail(e, BERT8_ERR_INVALID_ARG, "%ss are NULL", what);
+    for (int64_t i = 0; i < n; i++) {
+        const bert8_text *t = &texts[i];
+        if (!t->data) {
+            if (allow_null || t->len == 0) continue;
+            return b8_fail(e, BERT8_ERR_INVALID_ARG, "%s %lld is NULL", what, (long long)i);
+        }
+        if ((int64_t)t->len > pp->max_text_bytes || t->len > ((size_t)1 << 31))
+            return b8_fail(e, BERT8_ERR_TOO_LARGE, "%s %lld has %zu bytes, over the limit of %lld", what, (long long)i,
+                           t->len, (long long)pp->max_text_bytes);
+        size_t bad;
+        if (!bert8_utf8_valid(t->data, t->len, &bad))
+            return b8_fail(e, BERT8_ERR_ENCODING, "%s %lld is not valid UTF-8 (at byte %zu)", what, (long long)i, bad);
+    }
+    return BERT8_OK;
+}
+
+int64_t b8_pipe_max_length(const bert8_pipeline *p, const bert8_run_options *o) {
+    int64_t m = p->info.max_length;
+    if (o && o->max_length > 0 && o->max_length < m) m = o->max_length;
+    return m;
+}
+
+bert8_encode_params b8_pipe_encode_params(const bert8_pipeline *p, const bert8_run_options *o) {
+    bert8_encode_params ep = bert8_default_encode_params();
+    ep.max_length = b8_pipe_max_length(p, o);
+    ep.truncation = !o || o->truncate ? BERT8_TRUNCATE_LONGEST_FIRST : BERT8_TRUNCATE_NONE;
+    ep.truncate_left = o && o->truncation_side == BERT8_SIDE_LEFT;
+    return ep;
+}
+
+static bert8_status check_options(const bert8_run_options *o, b8_err *e) {
+    if (!o) return BERT8_OK;
+    if (o->truncate != 0 && o->truncate != 1) return b8_fail(e, BERT8_ERR_INVALID_ARG, "truncate must be 0 or 1");
+    if ((unsigned)o->truncation_side > BERT8_SIDE_LEFT)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "unknown truncation side %d", (int)o->truncation_side);
+    if (o->max_length < 0) return b8_fail(e, BERT8_ERR_INVALID_ARG, "max_length %lld is negative", (long long)o->max_length);
+    return BERT8_OK;
+}
+
+bert8_status b8_pipe_encode(const bert8_pipeline *p, int64_t n, const bert8_text *texts, const bert8_text *pairs,
+                            const bert8_run_options *o, bert8_encoding *enc, b8_err *e) {
+    bert8_status st = check_options(o, e);
+    if (st) return st;
+    bert8_encode_params ep = b8_pipe_encode_params(p, o);
+    char msg[1024];
+    if ((st = bert8_encode_texts(p->tok, n, texts, pairs, &ep, enc, msg, sizeof msg)))
+        return b8_fail(e, st, "%s", msg);
+    if (ep.truncation == BERT8_TRUNCATE_NONE)
+        for (int64_t i = 0; i < enc->rows; i++)
+            if (enc->lengths[i] > ep.max_length)
+                return b8_fail(e, BERT8_ERR_TOO_LARGE, "input %lld has %lld tokens, over the limit of %lld",
+                               (long long)enc->row_input[i], (long long)enc->lengths[i], (long long)ep.max_length);
+    return BERT8_OK;
+}
+
+/* ---- helpers ------------------------------------------------------------------------------- */
+
+int64_t b8_softmax_d(const float *logits, int64_t n, float *p) {
+    int64_t arg = 0;
+    for (int64_t i = 1; i < n; i++)
+        if (logits[i] > logits[arg]) arg = i;
+    const float mx = logits[arg];
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++) sum += exp((double)logits[i] - mx);
+    for (int64_t i = 0; i < n; i++) p[i] = (float)(exp((double)logits[i] - mx) / sum);
+    return arg;
+}
+
+void b8_chars_init(b8_chars *c, const char *s, size_t len) {
+    c->s = s;
+    c->len = len;
+    c->byte = 0;
+    c->chr = 0;
+}
+
+int64_t b8_chars_at(b8_chars *c, int64_t byte) {
+    size_t b = byte < 0 ? 0 : (size_t)byte;
+    if (b > c->len) b = c->len;
+    if (b < c->byte) c->byte = 0, c->chr = 0;
+    for (; c->byte < b; c->byte++)
+        if (((unsigned char)c->s[c->byte] & 0xC0) != 0x80) c->chr++;
+    return c->chr;
+}
+
+void b8_trim_span(const char *s, size_t len, int64_t *b0, int64_t *b1) {
+    if (*b0 < 0) *b0 = 0;
+    if (*b1 > (int64_t)len) *b1 = (int64_t)len;
+    if (*b1 < *b0) *b1 = *b0;
+    while (*b0 < *b1 && strchr(" \t\n\r\v\f", s[*b0]) && s[*b0]) (*b0)++;
+    while (*b1 > *b0 && strchr(" \t\n\r\v\f", s[*b1 - 1]) && s[*b1 - 1]) (*b1)--;
+}

@@ -1,0 +1,122 @@
+/* decode.c: ids back to text, as transformers v4.31's tokenizer.decode does with its defaults
+ * (spaces_between_special_tokens, clean_up_tokenization_spaces): WordPiece tokens joined by
+ * spaces with " ##" removed; SentencePiece pieces concatenated with U+2581 read as a space;
+ * then the tokenization-space clean-up. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenizer/tok_internal.h"
+
+bool b8_tokenizer_is_special(const b8_tokenizer *t, int32_t id) {
+    if (id < 0) return false;
+    for (int i = 0; i < B8_SPECIAL_COUNT; i++)
+        if (t->special[i] == id) return true;
+    for (int i = 0; i < t->n_added; i++)
+        if (t->added[i].id == id && t->added[i].special) return true;
+    return false;
+}
+
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} sbuf;
+
+static void put(sbuf *b, const char *s, size_t n) {
+    if (b->oom) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *np = realloc(b->p, cap);
+        if (!np) {
+            b->oom = true;
+            return;
+        }
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+
+/* transformers' clean_up_tokenization: spaces before punctuation and English contractions. */
+static void clean_up(char *s) {
+    static const char *const from[] = {" .", " ?", " !", " ,", " ' ", " n't", " 'm", " 's", " 've", " 're"};
+    static const char *const to[] = {".", "?", "!", ",", "'", "n't", "'m", "'s", "'ve", "'re"};
+    for (size_t k = 0; k < sizeof from / sizeof *from; k++) {
+        size_t fl = strlen(from[k]), tl = strlen(to[k]);
+        char *r = s, *w = s;
+        while (*r) {
+            if (!strncmp(r, from[k], fl)) {
+                memmove(w, to[k], tl);
+                w += tl;
+                r += fl;
+            } else {
+                *w++ = *r++;
+            }
+        }
+        *w = 0;
+    }
+}
+
+static char *strip(char *s) {
+    size_t n = strlen(s);
+    while (n && strchr(" \t\n\r\v\f", s[n - 1])) s[--n] = 0;
+    size_t i = 0;
+    while (s[i] && strchr(" \t\n\r\v\f", s[i])) i++;
+    if (i) memmove(s, s + i, n - i + 1);
+    return s;
+}
+
+bert8_status b8_tokenizer_decode(const b8_tokenizer *t, const int32_t *ids, int64_t n, bool skip_special, char **out,
+                                 b8_err *e) {
+    *out = NULL;
+    if (n < 0 || (n > 0 && !ids)) return b8_fail(e, BERT8_ERR_INVALID_ARG, "decode: %lld ids without an array", (long long)n);
+    sbuf b = {0};
+    put(&b, "", 0);
+    const bool wp = t->kind == B8_TOK_WORDPIECE;
+    const char *cont = wp && t->wp.prefix ? t->wp.prefix : "##";
+    const size_t cl = strlen(cont);
+    bool first = true;
+    for (int64_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= t->vocab_size) {
+            free(b.p);
+            return b8_fail(e, BERT8_ERR_INVALID_ARG, "decode: id %d at %lld is outside the vocabulary [0, %lld)",
+                           ids[i], (long long)i, (long long)t->vocab_size);
+        }
+        if (skip_special && b8_tokenizer_is_special(t, ids[i])) continue;
+        size_t len;
+        const char *tok = b8_tokenizer_id_to_token(t, ids[i], &len);
+        if (!tok) continue;
+        if (wp) {
+            if (!first && len >= cl && !strncmp(tok, cont, cl)) {
+                put(&b, tok + cl, len - cl);
+            } else {
+                if (!first) put(&b, " ", 1);
+                put(&b, tok, len);
+            }
+        } else {
+            /* U+2581 (E2 96 81) reads as a space */
+            for (size_t k = 0; k < len;) {
+                if (k + 3 <= len && (unsigned char)tok[k] == 0xE2 && (unsigned char)tok[k + 1] == 0x96 &&
+                    (unsigned char)tok[k + 2] == 0x81) {
+                    put(&b, " ", 1);
+                    k += 3;
+                } else {
+                    put(&b, tok + k, 1);
+                    k++;
+                }
+            }
+        }
+        first = false;
+    }
+    if (b.oom) {
+        free(b.p);
+        return b8_fail(e, BERT8_ERR_NOMEM, "out of memory decoding %lld ids", (long long)n);
+    }
+    strip(b.p);
+    clean_up(b.p);
+    *out = b.p;
+    return BERT8_OK;
+}
