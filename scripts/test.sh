@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+# Dependencies run one way through the source tree (see docs/architecture.md).
+python3 scripts/check_layers.py
 if [ "${1:-}" = "--sanitize" ]; then
   dir=build-asan; flags="-DCMAKE_BUILD_TYPE=Debug -DBERT8_SANITIZE=ON"
   # oneDNN's and libgomp's process-lifetime caches are not leaks of ours.

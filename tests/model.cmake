@@ -13,3 +13,10 @@ foreach(isa avx2 scalar)
   add_test(NAME test_golden_models_${isa} COMMAND test_golden_models WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(test_golden_models_${isa} PROPERTIES LABELS model ENVIRONMENT BERT8_MAX_ISA=${isa})
 endforeach()
+# Padding-free batches against padded ones, every golden model, FP32 and INT8.
+bert8_add_test(test_packed model test_packed.c)
+target_link_libraries(test_packed PRIVATE m)
+# A model held for a long run: resident memory bounded whatever lengths it sees.
+find_package(Threads REQUIRED)
+bert8_add_test(test_memory model test_memory.c)
+target_link_libraries(test_memory PRIVATE Threads::Threads)

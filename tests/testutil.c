@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-int tu_failed_checks, tu_passed, tu_failed;
+int tu_failed_checks, tu_passed, tu_failed, tu_skipped;
+const char *tu_skip_reason;
 static char tu_tmp[256];
 
 int tu_finish(void) {
@@ -15,8 +16,10 @@ int tu_finish(void) {
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", tu_tmp);
         if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tu_tmp);
     }
-    printf("%d passed, %d failed\n", tu_passed, tu_failed);
-    return tu_failed ? 1 : 0;
+    if (tu_skipped) printf("%d passed, %d failed, %d skipped\n", tu_passed, tu_failed, tu_skipped);
+    else printf("%d passed, %d failed\n", tu_passed, tu_failed);
+    if (tu_failed) return 1;
+    return tu_passed == 0 && tu_skipped > 0 ? TU_SKIP_CODE : 0;
 }
 
 const char *tu_shared_path(const char *rel) {

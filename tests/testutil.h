@@ -1,6 +1,8 @@
 /* testutil.h: a minimal test harness. Each test file defines TEST(name) functions and lists
- * them in main() with RUN(name); the program prints "N passed, N failed" and exits non-zero
- * on any failure, so ctest and CI read the result. */
+ * them in main() with RUN(name); the program prints "N passed, N failed, N skipped" and exits
+ * non-zero on any failure, so ctest and CI read the result. A test that cannot run here calls
+ * TU_SKIP("why"); a program whose tests were all skipped exits with TU_SKIP_CODE, which ctest
+ * reports as skipped (SKIP_RETURN_CODE), not as passed. */
 #ifndef BERT8_TESTUTIL_H
 #define BERT8_TESTUTIL_H
 
@@ -9,14 +11,26 @@
 #include <math.h>
 
 extern int tu_failed_checks; /* checks failed inside the current test */
-extern int tu_passed, tu_failed;
+extern int tu_passed, tu_failed, tu_skipped;
+extern const char *tu_skip_reason; /* set by TU_SKIP inside the current test */
+
+#define TU_SKIP_CODE 77
+#define TU_SKIP(why)                                                                           \
+    do {                                                                                       \
+        tu_skip_reason = (why);                                                                \
+        return;                                                                                \
+    } while (0)
 
 #define TEST(name) static void test_##name(void)
 #define RUN(name)                                                                              \
     do {                                                                                       \
         tu_failed_checks = 0;                                                                  \
+        tu_skip_reason = NULL;                                                                 \
         test_##name();                                                                         \
-        if (tu_failed_checks) {                                                                \
+        if (tu_skip_reason && !tu_failed_checks) {                                             \
+            tu_skipped++;                                                                      \
+            printf("skip %s: %s\n", #name, tu_skip_reason);                                    \
+        } else if (tu_failed_checks) {                                                         \
             tu_failed++;                                                                       \
             printf("FAIL %s\n", #name);                                                        \
         } else {                                                                               \

@@ -4,6 +4,7 @@
  * ascending j (context) with fused multiply-adds, so they agree bit for bit. */
 #include "kernels/attention/attention.h"
 #include "base/cpu.h"
+#include "kernels/dispatch.h"
 
 #include <immintrin.h>
 #include <math.h>
@@ -139,6 +140,10 @@ AVX512 void b8_attention_head__avx512(const float *q, const float *k, const floa
     }
 }
 
-b8_attention_fn b8_attention_head_best(void) {
-    return b8_cpu_allows(B8_ISA_AVX512) ? b8_attention_head__avx512 : b8_attention_head__scalar;
-}
+static const b8_impl attention_impls[] = {
+    {"attention_head__avx512", B8_ISA_AVX512, (b8_fnptr)b8_attention_head__avx512},
+    {"attention_head__scalar", B8_ISA_SCALAR, (b8_fnptr)b8_attention_head__scalar},
+};
+b8_op_table b8_op_attention = {"attention", attention_impls, 2, -1};
+
+b8_attention_fn b8_attention_head_best(void) { return (b8_attention_fn)b8_dispatch(&b8_op_attention)->fn; }

@@ -15,6 +15,9 @@
 #include <string.h>
 
 #include "base/cpu.h"
+#include "kernels/dispatch.h"
+
+#include <math.h>
 
 /* The CPU engine is created once and never changes: it is configuration, not state. */
 static dnnl_engine_t g_engine;
@@ -52,11 +55,49 @@ void b8_sgemm_apply_isa_cap(void) { pthread_once(&g_cap_once, cap_init); }
 
 struct b8_sgemm_w {
     int64_t n, k;
-    void *packed;    /* W in the primitive's layout, 64-byte aligned */
+    b8_post post;
+    bool acc;
+    bool scalar;     /* the scalar twin runs it: packed is W [n][k] as given */
+    void *packed;    /* W in the primitive's layout (or [n][k] for the twin), 64-byte aligned */
     float *bias;     /* [n] */
     dnnl_memory_desc_t wmd;
     dnnl_primitive_t prim;
 };
+
+/* The scalar twin: plain loops, k ascending, then the epilogue in oneDNN's order (post-op,
+ * then the accumulate). What BERT8_MAX_ISA=scalar runs, so that a capped run is capped. */
+static float post_scalar(b8_post p, float v) {
+    switch (p) {
+    case B8_POST_GELU: return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+    case B8_POST_GELU_TANH:
+        return 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+    case B8_POST_RELU: return v > 0.0f ? v : 0.0f;
+    case B8_POST_TANH: return tanhf(v);
+    default: return v;
+    }
+}
+
+static void sgemm__scalar(const b8_sgemm_w *w, const float *a, int64_t lda, int64_t m, float *c, int64_t ldc) {
+#pragma omp parallel for schedule(static) if (m * w->n * w->k >= (1 << 20))
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < w->n; j++) {
+            const float *wr = (const float *)w->packed + j * w->k, *ar = a + i * lda;
+            float s = 0.0f;
+            for (int64_t k = 0; k < w->k; k++) s = fmaf(ar[k], wr[k], s);
+            float v = post_scalar(w->post, s + w->bias[j]);
+            c[i * ldc + j] = w->acc ? c[i * ldc + j] + v : v;
+        }
+}
+
+/* Best first; oneDNN's matmul needs at least SSE4.1 jit code, so it sits at bert8's AVX2 level
+ * and a scalar cap really runs scalar code. */
+static void sgemm_onednn_marker(void) {}
+static void sgemm_scalar_marker(void) {}
+static const b8_impl sgemm_impls[] = {
+    {"sgemm_onednn_matmul", B8_ISA_AVX2, sgemm_onednn_marker},
+    {"sgemm__scalar", B8_ISA_SCALAR, sgemm_scalar_marker},
+};
+b8_op_table b8_op_sgemm = {"sgemm", sgemm_impls, 2, -1};
 
 static bert8_status dnnl_fail(b8_err *e, dnnl_status_t s, const char *what) {
     return b8_fail(e, s == dnnl_out_of_memory ? BERT8_ERR_NOMEM : BERT8_ERR_INTERNAL,
@@ -118,12 +159,31 @@ bert8_status b8_sgemm_w_pack(const float *wsrc, const float *bias, int64_t n, in
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "sgemm: bad weight %lld x %lld", (long long)n, (long long)k);
     if ((unsigned)post > B8_POST_TANH)
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "sgemm: unknown post-op %d", (int)post);
-    dnnl_engine_t eng = engine();
-    if (!eng) return b8_fail(e, BERT8_ERR_INTERNAL, "oneDNN CPU engine could not be created");
     b8_sgemm_w *w = calloc(1, sizeof *w);
     if (!w) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
     w->n = n;
     w->k = k;
+    w->post = post;
+    w->acc = accumulate;
+    if (b8_dispatch(&b8_op_sgemm)->fn == sgemm_scalar_marker) {
+        size_t nk;
+        w->scalar = true;
+        w->bias = b8_calloc_aligned((size_t)n, sizeof(float));
+        w->packed = b8_mul_ok((size_t)n, (size_t)k, &nk) ? b8_malloc_aligned(nk * sizeof(float)) : NULL;
+        if (!w->packed || !w->bias) {
+            b8_sgemm_w_free(w);
+            return b8_fail(e, BERT8_ERR_NOMEM, "out of memory packing a %lld x %lld weight", (long long)n, (long long)k);
+        }
+        memcpy(w->packed, wsrc, nk * sizeof(float));
+        if (bias) memcpy(w->bias, bias, (size_t)n * sizeof(float));
+        *out = w;
+        return BERT8_OK;
+    }
+    dnnl_engine_t eng = engine();
+    if (!eng) {
+        b8_sgemm_w_free(w);
+        return b8_fail(e, BERT8_ERR_INTERNAL, "oneDNN CPU engine could not be created");
+    }
     bert8_status st = BERT8_OK;
     dnnl_primitive_desc_t pd = NULL, rpd = NULL;
     dnnl_primitive_t reorder = NULL;
@@ -194,6 +254,10 @@ bert8_status b8_sgemm(const b8_sgemm_w *w, const float *a, int64_t lda, int64_t 
     if (!w || !a || !c || lda < w->k || ldc < w->n)
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "sgemm: bad call (lda %lld, ldc %lld)", (long long)lda,
                        (long long)ldc);
+    if (w->scalar) {
+        sgemm__scalar(w, a, lda, m, c, ldc);
+        return BERT8_OK;
+    }
     dnnl_engine_t eng = engine();
     dnnl_memory_desc_t amd, cmd, bmd;
     md_2d(&amd, m, w->k, lda);

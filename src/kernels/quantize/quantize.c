@@ -6,6 +6,7 @@
 #include <omp.h>
 
 #include "base/cpu.h"
+#include "kernels/dispatch.h"
 
 #define LANES B8_QUANT_LANES
 
@@ -77,29 +78,35 @@ void b8_layernorm_quantize__scalar(const float *x, int64_t ldx, int64_t rows, in
 /* Rows below this many elements in total run on the calling thread. */
 #define PAR_ELEMS (1 << 16)
 
+#define QUANT_TABLE(op, fn)                                                                    \
+    static const b8_impl fn##_impls[] = {                                                      \
+        {#fn "__avx512", B8_ISA_AVX512, (b8_fnptr)b8_##fn##__avx512},                          \
+        {#fn "__avx2", B8_ISA_AVX2, (b8_fnptr)b8_##fn##__avx2},                                \
+        {#fn "__scalar", B8_ISA_SCALAR, (b8_fnptr)b8_##fn##__scalar},                          \
+    };                                                                                         \
+    b8_op_table b8_op_##fn = {op, fn##_impls, 3, -1};
+QUANT_TABLE("quantize_static", quantize_static)
+QUANT_TABLE("quantize_dynamic", quantize_dynamic)
+QUANT_TABLE("layernorm_quantize", layernorm_quantize)
+#undef QUANT_TABLE
+
 void b8_quantize_static(const float *x, int64_t ldx, int64_t rows, int64_t n, const float *mul,
                         float inv_scale, int8_t *q, int64_t ldq) {
-    b8_quantize_static_fn f = b8_cpu_allows(B8_ISA_AVX512) ? b8_quantize_static__avx512
-                              : b8_cpu_allows(B8_ISA_AVX2) ? b8_quantize_static__avx2
-                                                           : b8_quantize_static__scalar;
+    b8_quantize_static_fn f = (b8_quantize_static_fn)b8_dispatch(&b8_op_quantize_static)->fn;
 #pragma omp parallel for schedule(static) if (rows * n >= PAR_ELEMS)
     for (int64_t r = 0; r < rows; r++) f(x + r * ldx, ldx, 1, n, mul, inv_scale, q + r * ldq, ldq);
 }
 
 void b8_quantize_dynamic(const float *x, int64_t ldx, int64_t rows, int64_t n, const float *mul,
                          int8_t *q, int64_t ldq, float *row_scale) {
-    b8_quantize_dynamic_fn f = b8_cpu_allows(B8_ISA_AVX512) ? b8_quantize_dynamic__avx512
-                               : b8_cpu_allows(B8_ISA_AVX2) ? b8_quantize_dynamic__avx2
-                                                            : b8_quantize_dynamic__scalar;
+    b8_quantize_dynamic_fn f = (b8_quantize_dynamic_fn)b8_dispatch(&b8_op_quantize_dynamic)->fn;
 #pragma omp parallel for schedule(static) if (rows * n >= PAR_ELEMS)
     for (int64_t r = 0; r < rows; r++) f(x + r * ldx, ldx, 1, n, mul, q + r * ldq, ldq, row_scale + r);
 }
 
 void b8_layernorm_quantize(const float *x, int64_t ldx, int64_t rows, int64_t n,
                            const b8_ln_quant *p, int8_t *q, int64_t ldq) {
-    b8_layernorm_quantize_fn f = b8_cpu_allows(B8_ISA_AVX512) ? b8_layernorm_quantize__avx512
-                                 : b8_cpu_allows(B8_ISA_AVX2) ? b8_layernorm_quantize__avx2
-                                                              : b8_layernorm_quantize__scalar;
+    b8_layernorm_quantize_fn f = (b8_layernorm_quantize_fn)b8_dispatch(&b8_op_layernorm_quantize)->fn;
 #pragma omp parallel for schedule(static) if (rows * n >= PAR_ELEMS)
     for (int64_t r = 0; r < rows; r++) {
         b8_ln_quant pr = *p;

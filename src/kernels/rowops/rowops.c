@@ -5,6 +5,7 @@
  * So the scalar twin is an exact oracle for the SIMD one. */
 #include "kernels/rowops/rowops.h"
 #include "base/cpu.h"
+#include "kernels/dispatch.h"
 
 #include <float.h>
 #include <math.h>
@@ -194,13 +195,11 @@ AVX512 void b8_layernorm_rows__avx512(const float *x, float *y, int64_t rows, in
     }
 }
 
-static bool rowops_avx512_ok(void) { return b8_cpu_allows(B8_ISA_AVX512); }
+static const b8_impl layernorm_impls[] = {
+    {"layernorm_rows__avx512", B8_ISA_AVX512, (b8_fnptr)b8_layernorm_rows__avx512},
+    {"layernorm_rows__scalar", B8_ISA_SCALAR, (b8_fnptr)b8_layernorm_rows__scalar},
+};
+b8_op_table b8_op_layernorm = {"layernorm", layernorm_impls, 2, -1};
 
-b8_softmax_fn b8_softmax_rows_best(void) {
-    return rowops_avx512_ok() ? b8_softmax_rows__avx512 : b8_softmax_rows__scalar;
-}
-
-b8_layernorm_fn b8_layernorm_rows_best(void) {
-    return rowops_avx512_ok() ? b8_layernorm_rows__avx512 : b8_layernorm_rows__scalar;
-}
+b8_layernorm_fn b8_layernorm_rows_best(void) { return (b8_layernorm_fn)b8_dispatch(&b8_op_layernorm)->fn; }
 

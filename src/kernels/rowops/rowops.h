@@ -27,8 +27,8 @@ void b8_layernorm_rows__scalar(const float *x, float *y, int64_t rows, int64_t n
 void b8_layernorm_rows__avx512(const float *x, float *y, int64_t rows, int64_t n, const float *g,
                                const float *b, float eps);
 
-/* The best versions this CPU (and BERT8_MAX_ISA) allows. */
-b8_softmax_fn b8_softmax_rows_best(void);
+/* The LayerNorm the dispatch table chooses (kernels/dispatch.h). The softmax twins serve the
+ * attention kernels and the tests. */
 b8_layernorm_fn b8_layernorm_rows_best(void);
 
 /* The exp approximation both softmax twins share (relative error ~2e-7; 0 below -87.3). */
