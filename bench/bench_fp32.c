@@ -28,7 +28,7 @@ static double time_gemm(int64_t m, int64_t n, int64_t k, int reps) {
     float *c = b8_malloc_aligned((size_t)(m * n) * sizeof(float));
     b8_sgemm_w *pw = NULL;
     b8_err e;
-    if (b8_sgemm_w_pack(w, NULL, n, k, B8_POST_NONE, false, &pw, &e)) {
+    if (b8_sgemm_w_pack(w, NULL, n, k, B8_ACT_NONE, false, &pw, &e)) {
         fprintf(stderr, "pack failed: %s\n", e.msg);
         exit(1);
     }

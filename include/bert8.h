@@ -197,6 +197,19 @@ const char *bert8_op_name(bert8_op op);
 void bert8_session_set_profiling(bert8_session *s, int on); /* turning it on clears the sums */
 void bert8_session_get_profile(const bert8_session *s, double seconds[BERT8_OP_COUNT]);
 
+/* ---- Machine ceilings (for rooflines) --------------------------------------------------- */
+
+typedef struct bert8_peaks {
+    int threads;
+    double fp32_gflops; /* FP32 fused multiply-add rate, all threads (0: no AVX2/AVX-512) */
+    double int8_gops;   /* INT8 dot-product rate (vpdpbusd), all threads (0: no AVX512-VNNI) */
+    double mem_gbps;    /* memory read bandwidth, all threads */
+} bert8_peaks;
+
+/* Measures the ceilings with short loops (about a second) on `threads` threads (<= 0: the
+ * pool's size), within what BERT8_MAX_ISA allows. */
+bert8_status bert8_measure_peaks(int threads, bert8_peaks *out);
+
 /* ---- INT8 quantization (SmoothQuant W8A8) -------------------------------------------- */
 
 typedef struct bert8_quant_params {
@@ -207,6 +220,9 @@ typedef struct bert8_quant_params {
     int64_t max_samples;    /* calibration sequences used at most */
     const char *keep_fp32;  /* comma-separated glob patterns of tensor names kept FP32 */
     int progress;           /* print a progress bar to stderr */
+    int int8_attention;     /* 1: the attention products (Q K^T, P V) run in INT8 too, with
+                               calibrated per-tensor scales of Q, K and V (layers whose Q/K/V
+                               product stays FP32 keep FP32 attention) */
 } bert8_quant_params;
 
 bert8_quant_params bert8_default_quant_params(void);

@@ -121,6 +121,8 @@ VARIANTS=("fp32|FP32|"
           "static_auto|static, SmoothQuant alpha auto|--scheme static --alpha auto"
           "dynamic_a0.5|dynamic, SmoothQuant alpha 0.5|--scheme dynamic --alpha 0.5"
           "dynamic_auto|dynamic, SmoothQuant alpha auto|--scheme dynamic --alpha auto"
+          "static_a0.5_att8|static, alpha 0.5, INT8 attention|--scheme static --alpha 0.5 --attention int8"
+          "dynamic_a0.5_att8|dynamic, alpha 0.5, INT8 attention|--scheme dynamic --alpha 0.5 --attention int8"
           "naive_static|naive W8A8 static (no smoothing)|--scheme static --alpha none"
           "naive_dynamic|naive W8A8 dynamic (no smoothing)|--scheme dynamic --alpha none")
 

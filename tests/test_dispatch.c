@@ -102,7 +102,7 @@ TEST(chosen_gemm_kernels_match_their_scalar_twins) {
     float *c = b8_malloc_aligned((size_t)(M * N) * sizeof(float)), *r = b8_malloc_aligned((size_t)(M * N) * sizeof(float));
     b8_sgemm_w *pw = NULL;
     b8_err e;
-    CHECK(b8_sgemm_w_pack(w, bias, N, K, B8_POST_GELU, false, &pw, &e) == BERT8_OK);
+    CHECK(b8_sgemm_w_pack(w, bias, N, K, B8_ACT_GELU, false, &pw, &e) == BERT8_OK);
     CHECK(pw && b8_sgemm(pw, a, K, M, c, N, &e) == BERT8_OK);
     double worst = 0;
     for (int64_t i = 0; i < M; i++)

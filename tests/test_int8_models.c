@@ -143,20 +143,23 @@ static void check_model(const char *name) {
     struct {
         bert8_scheme scheme;
         float alpha;
-        int smooth;
+        int smooth, int8_attention;
         const char *label;
-    } variants[] = {{BERT8_SCHEME_STATIC, 0.5f, 1, "static a=0.5"},
-                    {BERT8_SCHEME_DYNAMIC, 0.5f, 1, "dynamic a=0.5"},
-                    {BERT8_SCHEME_STATIC, -1.0f, 1, "static a=auto"},
+    } variants[] = {{BERT8_SCHEME_STATIC, 0.5f, 1, 0, "static a=0.5"},
+                    {BERT8_SCHEME_DYNAMIC, 0.5f, 1, 0, "dynamic a=0.5"},
+                    {BERT8_SCHEME_STATIC, -1.0f, 1, 0, "static a=auto"},
                     /* naive W8A8 still calibrates its static scales: these random checkpoints
                      * have no outlier channels, so it must stay close too */
-                    {BERT8_SCHEME_STATIC, 0.5f, 0, "static naive"}};
-    double worst[4] = {1, 1, 1, 1};
-    for (int v = 0; v < 4; v++) {
+                    {BERT8_SCHEME_STATIC, 0.5f, 0, 0, "static naive"},
+                    {BERT8_SCHEME_STATIC, 0.5f, 1, 1, "static a=0.5 int8 attention"},
+                    {BERT8_SCHEME_DYNAMIC, 0.5f, 1, 1, "dynamic a=0.5 int8 attention"}};
+    double worst[6] = {1, 1, 1, 1, 1, 1};
+    for (int v = 0; v < 6; v++) {
         bert8_quant_params p = bert8_default_quant_params();
         p.scheme = variants[v].scheme;
         p.alpha = variants[v].alpha;
         p.smooth = variants[v].smooth;
+        p.int8_attention = variants[v].int8_attention;
         bert8_model *q = NULL;
         bert8_status st = bert8_quantize(f, cs.b, (size_t)cs.n, &p, &q, err, sizeof err);
         CHECKF(st == BERT8_OK, "%s %s: %s", name, variants[v].label, err);
@@ -165,8 +168,9 @@ static void check_model(const char *name) {
         compare_models(name, f, q, &cs, variants[v].label, &worst[v]);
         bert8_model_free(q);
     }
-    printf("  %s: worst hidden-state cosine static %.5f, dynamic %.5f, auto %.5f, naive %.5f\n", name, worst[0],
-           worst[1], worst[2], worst[3]);
+    printf("  %s: worst hidden-state cosine static %.5f, dynamic %.5f, auto %.5f, naive %.5f, int8 attention "
+           "static %.5f dynamic %.5f\n",
+           name, worst[0], worst[1], worst[2], worst[3], worst[4], worst[5]);
     cases_free(&cs);
     bert8_model_free(f);
 }
@@ -176,7 +180,7 @@ TEST(int8_models_agree_with_fp32) {
 }
 
 /* Saves a quantized model, reloads it, and checks outputs are bit-identical. */
-static void roundtrip(const char *name, bert8_scheme scheme) {
+static void roundtrip(const char *name, bert8_scheme scheme, int int8_attention) {
     char rel[256], err[1024], out[512];
     snprintf(rel, sizeof rel, "golden/models/%s", name);
     bert8_model *f = NULL, *q = NULL, *r = NULL;
@@ -186,8 +190,10 @@ static void roundtrip(const char *name, bert8_scheme scheme) {
     cases_load(&cs, name);
     bert8_quant_params p = bert8_default_quant_params();
     p.scheme = scheme;
+    p.int8_attention = int8_attention;
     CHECKF(bert8_quantize(f, cs.b, (size_t)cs.n, &p, &q, err, sizeof err) == 0, "%s", err);
-    snprintf(out, sizeof out, "%s/%s-%s", tu_tmpdir(), name, scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic");
+    snprintf(out, sizeof out, "%s/%s-%s%s", tu_tmpdir(), name, scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic",
+             int8_attention ? "-att" : "");
     CHECKF(q && bert8_model_save(q, out, err, sizeof err) == 0, "%s", err);
     CHECKF(bert8_model_load(out, NULL, &r, err, sizeof err) == 0, "reload: %s", err);
     if (q && r) {
@@ -222,10 +228,12 @@ static void roundtrip(const char *name, bert8_scheme scheme) {
 }
 
 TEST(quantized_folder_roundtrips) {
-    roundtrip("bert_seqcls", BERT8_SCHEME_STATIC);
-    roundtrip("xlmr_qa", BERT8_SCHEME_DYNAMIC);
-    roundtrip("distilbert_seqcls", BERT8_SCHEME_STATIC);
-    roundtrip("bert_legacy_names", BERT8_SCHEME_STATIC);
+    roundtrip("bert_seqcls", BERT8_SCHEME_STATIC, 0);
+    roundtrip("xlmr_qa", BERT8_SCHEME_DYNAMIC, 0);
+    roundtrip("distilbert_seqcls", BERT8_SCHEME_STATIC, 0);
+    roundtrip("bert_legacy_names", BERT8_SCHEME_STATIC, 0);
+    roundtrip("bert_seqcls", BERT8_SCHEME_STATIC, 1);
+    roundtrip("xlmr_qa", BERT8_SCHEME_DYNAMIC, 1);
 }
 
 /* ---- corrupted quantized folders ---- */

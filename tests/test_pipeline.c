@@ -486,7 +486,7 @@ TEST(bad_calls_fail_with_a_status_and_a_message_naming_the_input) {
     CHECK(bert8_classify(p, 2, a, NULL, NULL, BERT8_SCORE_AUTO, out, err, sizeof err) == BERT8_ERR_TOO_LARGE &&
           strstr(err, "text 1"));
     /* too long without truncation */
-    char words[900] = "";
+    char words[1000] = "";
     for (int i = 0; i < 300; i++) strcat(words, "ab ");
     a[1] = txt(words);
     bert8_run_options ro = bert8_default_run_options();

@@ -4,6 +4,7 @@
 #include "base/cpu.h"
 #include "kernels/rowops/rowops.h"
 #include "kernels/attention/attention.h"
+#include "kernels/quantize/quantize.h"
 
 #include <float.h>
 #include <stdlib.h>
@@ -147,11 +148,72 @@ TEST(attention_twins_bit_exact_and_correct) {
         }
 }
 
+/* INT8 attention: the VNNI kernel against its scalar twin bit for bit (fp32 and int8 outputs),
+ * and the scalar twin against double-precision attention on the dequantized Q, K, V. */
+TEST(int8_attention_twins_bit_exact_and_close_to_fp32) {
+    static const int64_t TS[] = {1, 3, 5, 16, 17, 64, 130};
+    static const int64_t DS[] = {4, 16, 20, 32, 64, 80};
+    const bool vnni = b8_cpu_allows(B8_ISA_AVX512_VNNI);
+    for (size_t ti = 0; ti < sizeof TS / sizeof *TS; ti++)
+        for (size_t di = 0; di < sizeof DS / sizeof *DS; di++) {
+            const int64_t T = TS[ti], d = DS[di], ld = 3 * d + 5, ldo = d + 3;
+            int8_t *qkv = malloc((size_t)(T * ld)), *o1 = calloc((size_t)(T * ldo), 1), *o2 = calloc((size_t)(T * ldo), 1);
+            float *c1 = calloc((size_t)(T * ldo), sizeof(float)), *c2 = calloc((size_t)(T * ldo), sizeof(float));
+            float *mul = malloc((size_t)d * sizeof(float));
+            void *scr = b8_malloc_aligned(b8_attention_s8_scratch_bytes(T, d));
+            int32_t *mask = malloc(sizeof(int32_t) * (size_t)T);
+            for (int64_t i = 0; i < T * ld; i++) qkv[i] = (int8_t)(frand(254.0f));
+            for (int64_t j = 0; j < T; j++) mask[j] = j == 0 || j % 4 != 2;
+            for (int64_t k = 0; k < d; k++) mul[k] = 40.0f + frand(30.0f);
+            const float sq = 0.02f, sk = 0.015f, sv = 0.03f;
+            b8_attn_s8_params p = {sq * sk / sqrtf((float)d), sv, mul};
+            for (int mode = 0; mode < 2; mode++) {
+                const int32_t *mk = mode ? mask : NULL;
+                b8_attention_s8__scalar(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mk, (b8_mask_mode)mode, c1, NULL, ldo, scr);
+                b8_attention_s8__scalar(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mk, (b8_mask_mode)mode, NULL, o1, ldo, scr);
+                if (vnni) {
+                    b8_attention_s8__avx512vnni(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mk, (b8_mask_mode)mode, c2, NULL,
+                                                ldo, scr);
+                    b8_attention_s8__avx512vnni(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mk, (b8_mask_mode)mode, NULL, o2,
+                                                ldo, scr);
+                    CHECKF(!memcmp(c1, c2, sizeof(float) * (size_t)(T * ldo)) && !memcmp(o1, o2, (size_t)(T * ldo)),
+                           "T=%lld d=%lld mode=%d", (long long)T, (long long)d, mode);
+                }
+                double worst = 0;
+                for (int64_t i = 0; i < T; i++) {
+                    double sc[130], mx = -1e300, sum = 0;
+                    for (int64_t j = 0; j < T; j++) {
+                        double a = 0;
+                        for (int64_t k = 0; k < d; k++) a += (double)qkv[i * ld + k] * sq * qkv[j * ld + d + k] * sk;
+                        sc[j] = mk && !mk[j] ? -1e300 : a / sqrt((double)d);
+                        if (sc[j] > mx) mx = sc[j];
+                    }
+                    for (int64_t j = 0; j < T; j++) sum += (sc[j] = exp(sc[j] - mx));
+                    for (int64_t k = 0; k < d; k++) {
+                        double want = 0;
+                        for (int64_t j = 0; j < T; j++) want += sc[j] / sum * qkv[j * ld + 2 * d + k] * sv;
+                        worst = fmax(worst, fabs(c1[i * ldo + k] - want) / (127 * sv));
+                        /* the int8 output is the fp32 one requantized */
+                        CHECK(o1[i * ldo + k] == b8_q8(c1[i * ldo + k] * mul[k]));
+                    }
+                }
+                /* probabilities on 8 bits (per-row scale): about 1/255 of V's range at worst */
+                CHECKF(worst < 4.0 / 255, "T=%lld d=%lld: int8 attention deviates %.3g of V's range", (long long)T,
+                       (long long)d, worst);
+                if (ldo > d) CHECK(c1[ldo - 1] == 0.0f && o1[ldo - 1] == 0);
+            }
+            free(qkv), free(o1), free(o2), free(c1), free(c2), free(mul), free(mask);
+            b8_free_aligned(scr);
+        }
+    if (!vnni) TU_SKIP("no AVX512-VNNI: only the scalar twin was checked");
+}
+
 int main(void) {
     RUN(expf_approx_close_to_libm);
     RUN(softmax_avx512_matches_scalar_bit_exact);
     RUN(softmax_scalar_matches_reference_maths);
     RUN(layernorm_twins_bit_exact_and_correct);
     RUN(attention_twins_bit_exact_and_correct);
+    RUN(int8_attention_twins_bit_exact_and_close_to_fp32);
     return tu_finish();
 }

@@ -1,5 +1,6 @@
-/* cmd_quant.c: `bert8 quantize` (calibrate + SmoothQuant + save an INT8 folder) and
- * `bert8 bench` (FP32 vs INT8 of one model, timed interleaved in one process). */
+/* cmd_quant.c: `bert8 quantize` (calibrate + SmoothQuant + save an INT8 folder), and the
+ * calibration-text helpers it shares with `bert8 bench` (calib_text.h). */
+#include "calib_text.h"
 #include "cli.h"
 
 #include <cjson/cJSON.h>
@@ -8,22 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- calibration text ---------------------------------------------------------------------
- * One input per line: plain text, a JSON object {"text": ..., "text_pair": ...}, or with
- * --column NAME[,NAME2] (or a .tsv file) a TSV whose header names the columns. */
-typedef struct texts {
-    char **a, **b; /* b[i] NULL for single texts */
-    int64_t n, cap;
-} texts;
-
-static void texts_free(texts *t) {
+/* ---- calibration text (calib_text.h) ---------------------------------------------------- */
+void texts_free(texts *t) {
     for (int64_t i = 0; i < t->n; i++) free(t->a[i]), free(t->b[i]);
     free(t->a);
     free(t->b);
     memset(t, 0, sizeof *t);
 }
 
-static bool texts_add(texts *t, const char *a, const char *b) {
+bool texts_add(texts *t, const char *a, const char *b) {
     if (t->n == t->cap) {
         int64_t cap = t->cap ? t->cap * 2 : 256;
         char **na = realloc(t->a, (size_t)cap * sizeof *na);
@@ -52,7 +46,7 @@ static int split_tabs(char *line, char **cols, int max) {
     return n;
 }
 
-static int read_texts(const char *cmd, const char *path, const char *columns, int64_t limit, texts *out) {
+int read_texts(const char *cmd, const char *path, const char *columns, int64_t limit, texts *out) {
     FILE *f = fopen(path, "rb");
     if (!f) return cli_error(cmd, "cannot open calibration file %s", path);
     size_t plen = strlen(path);
@@ -125,7 +119,7 @@ static int read_texts(const char *cmd, const char *path, const char *columns, in
 }
 
 /* Built-in calibration text for `bench` when no --calib is given. */
-static const char *const SAMPLE_TEXT[] = {
+const char *const SAMPLE_TEXT[] = {
     "The quick brown fox jumps over the lazy dog.",
     "A thoroughly enjoyable film with a sharp script and a warm heart.",
     "The service was slow, the food was cold, and nobody seemed to care.",
@@ -138,10 +132,11 @@ static const char *const SAMPLE_TEXT[] = {
     "An unexpected twist in the final act leaves the audience breathless.",
     "Please return the form by email no later than Friday, 12 March.",
     "Researchers trained the model on two cores in under an hour.",
+    NULL,
 };
 
 /* Encodes texts into batches of `rows` sequences (truncated to max_len). */
-static int make_batches(const char *cmd, const bert8_tokenizer *tok, const texts *t, int64_t max_len, int64_t rows,
+int make_batches(const char *cmd, const bert8_tokenizer *tok, const texts *t, int64_t max_len, int64_t rows,
                         bert8_encoding **encs, bert8_batch **batches, int64_t *nb) {
     int64_t n = (t->n + rows - 1) / rows;
     *encs = calloc((size_t)n, sizeof **encs);
@@ -163,13 +158,13 @@ static int make_batches(const char *cmd, const bert8_tokenizer *tok, const texts
     return 0;
 }
 
-static void free_batches(bert8_encoding *encs, bert8_batch *b, int64_t n) {
+void free_batches(bert8_encoding *encs, bert8_batch *b, int64_t n) {
     for (int64_t i = 0; encs && i < n; i++) bert8_encoding_free(&encs[i]);
     free(encs);
     free(b);
 }
 
-static bool parse_scheme(const char *cmd, const char *v, bert8_scheme *out) {
+bool parse_scheme(const char *cmd, const char *v, bert8_scheme *out) {
     if (!v || !strcmp(v, "static")) *out = BERT8_SCHEME_STATIC;
     else if (!strcmp(v, "dynamic")) *out = BERT8_SCHEME_DYNAMIC;
     else {
@@ -179,7 +174,16 @@ static bool parse_scheme(const char *cmd, const char *v, bert8_scheme *out) {
     return true;
 }
 
-static bool parse_alpha(const char *cmd, const char *v, float *alpha, int *smooth) {
+bool parse_attention(const char *cmd, const char *v, int *int8) {
+    *int8 = v && !strcmp(v, "int8");
+    if (v && strcmp(v, "int8") && strcmp(v, "fp32")) {
+        cli_error(cmd, "--attention must be fp32 or int8, not \"%s\"", v);
+        return false;
+    }
+    return true;
+}
+
+bool parse_alpha(const char *cmd, const char *v, float *alpha, int *smooth) {
     *smooth = 1;
     if (!v) return true;
     if (!strcmp(v, "auto")) {
@@ -210,6 +214,7 @@ int cmd_quantize(int argc, char **argv) {
     const char *alpha_s = cli_opt(&a, "--alpha"), *scheme_s = cli_opt(&a, "--scheme");
     const char *keep = cli_opt(&a, "--keep-fp32"), *columns = cli_opt(&a, "--column");
     const char *maxlen_s = cli_opt(&a, "--max-length"), *th = cli_opt(&a, "--threads");
+    const char *att = cli_opt(&a, "--attention");
     bool quiet = cli_flag(&a, "--quiet");
     const char *dir = cli_positional(&a), *left = cli_leftover(&a);
     if (left) return cli_error(C, "unknown argument \"%s\"", left);
@@ -225,6 +230,7 @@ int cmd_quantize(int argc, char **argv) {
     p.max_samples = samples;
     p.keep_fp32 = keep;
     p.progress = !quiet;
+    if (!parse_attention(C, att, &p.int8_attention)) return 1;
     texts t = {0};
     int rc = read_texts(C, calib, columns, samples, &t);
     if (rc) {
@@ -243,9 +249,7 @@ int cmd_quantize(int argc, char **argv) {
         cli_error(C, "the calibration text needs the model's tokenizer: %s", err);
         goto out;
     }
-    if (maxlen > bert8_model_get_info(m)->max_position_embeddings) maxlen = bert8_model_get_info(m)->max_position_embeddings;
-    if (bert8_model_get_info(m)->arch == BERT8_ARCH_XLMR && maxlen > bert8_model_get_info(m)->max_position_embeddings - 2)
-        maxlen = bert8_model_get_info(m)->max_position_embeddings - 2;
+    if (maxlen > bert8_model_get_info(m)->max_seq_len) maxlen = bert8_model_get_info(m)->max_seq_len;
     if (make_batches(C, tok, &t, maxlen, 16, &encs, &batches, &nb)) goto out;
     bert8_status st = bert8_quantize(m, batches, (size_t)nb, &p, &q, err, sizeof err);
     if (st) {
@@ -257,9 +261,9 @@ int cmd_quantize(int argc, char **argv) {
         goto out;
     }
     if (!quiet)
-        fprintf(stderr, "wrote %s: INT8 %s, alpha %s, %lld calibration sequences\n", outdir,
+        fprintf(stderr, "wrote %s: INT8 %s, alpha %s, %s attention, %lld calibration sequences\n", outdir,
                 p.scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic", !p.smooth ? "none (no smoothing)" : alpha_s ? alpha_s : "0.5",
-                (long long)(t.n < samples ? t.n : samples));
+                p.int8_attention ? "INT8" : "FP32", (long long)(t.n < samples ? t.n : samples));
     rc = 0;
 out:
     free_batches(encs, batches, nb);
@@ -270,165 +274,3 @@ out:
     return rc;
 }
 
-/* ---- bench ------------------------------------------------------------------------------- */
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-int cmd_bench(int argc, char **argv) {
-    const char *C = "bench";
-    cli_args a;
-    cli_args_init(&a, argc, argv);
-    const char *bs = cli_opt(&a, "--batch"), *ss = cli_opt(&a, "--seq"), *th = cli_opt(&a, "--threads");
-    const char *scheme_s = cli_opt(&a, "--scheme"), *calib = cli_opt(&a, "--calib"), *it = cli_opt(&a, "--iters");
-    const char *alpha_s = cli_opt(&a, "--alpha"), *columns = cli_opt(&a, "--column");
-    const char *samples_s = cli_opt(&a, "--samples");
-    bool json = cli_flag(&a, "--json");
-    const char *dir = cli_positional(&a), *left = cli_leftover(&a);
-    if (left) return cli_error(C, "unknown argument \"%s\"", left);
-    long B = 8, S = 128, threads = bert8_physical_cores(), iters = 0;
-    if (bs && !cli_int(C, "--batch", bs, 1, 4096, &B)) return 1;
-    if (ss && !cli_int(C, "--seq", ss, 1, 65536, &S)) return 1;
-    if (th && !cli_int(C, "--threads", th, 1, 1024, &threads)) return 1;
-    if (it && !cli_int(C, "--iters", it, 1, 100000, &iters)) return 1;
-    long samples = 256;
-    if (samples_s && !cli_int(C, "--samples", samples_s, 1, 10000000, &samples)) return 1;
-    bert8_quant_params p = bert8_default_quant_params();
-    if (!parse_scheme(C, scheme_s, &p.scheme) || !parse_alpha(C, alpha_s, &p.alpha, &p.smooth)) return 1;
-    bert8_model *m = cli_load_model(C, dir, (int)threads), *q = NULL;
-    if (!m) return 1;
-    const bert8_model_info *info = bert8_model_get_info(m);
-    int rc = 1;
-    bert8_tokenizer *tok = NULL;
-    bert8_encoding *encs = NULL;
-    bert8_batch *batches = NULL, rnd = {0};
-    int64_t nb = 0;
-    int32_t *ids = NULL;
-    texts t = {0};
-    bert8_session *sf = NULL, *sq = NULL;
-    char err[1024];
-    const char *calib_desc;
-    if (info->quantized) {
-        cli_error(C, "%s is already INT8: bench takes an FP32 folder and quantizes it in memory", dir);
-        goto out;
-    }
-    int64_t maxpos = info->max_position_embeddings - (info->arch == BERT8_ARCH_XLMR ? info->pad_token_id + 1 : 0);
-    if (S > maxpos) {
-        cli_error(C, "--seq %ld exceeds the model's %lld positions", S, (long long)maxpos);
-        goto out;
-    }
-    /* token ids for timing: deterministic, away from the special ids at the low end */
-    ids = malloc((size_t)(B * S) * sizeof *ids);
-    if (!ids) goto out;
-    for (int64_t i = 0; i < B * S; i++)
-        ids[i] = (int32_t)(5 + ((uint64_t)i * 2654435761u) % (uint64_t)(info->vocab_size - 5));
-    bert8_batch timed = {B, S, ids, NULL, NULL};
-    /* calibration */
-    bool have_tok = bert8_tokenizer_load(dir, &tok, err, sizeof err) == BERT8_OK;
-    if (calib) {
-        if (!have_tok) {
-            cli_error(C, "--calib needs the model's tokenizer: %s", err);
-            goto out;
-        }
-        if (read_texts(C, calib, columns, samples, &t)) goto out;
-        calib_desc = calib;
-    } else if (have_tok) {
-        for (size_t i = 0; i < sizeof SAMPLE_TEXT / sizeof *SAMPLE_TEXT; i++) texts_add(&t, SAMPLE_TEXT[i], NULL);
-        calib_desc = "built-in sample text";
-    } else {
-        calib_desc = "the timing batch's token ids (the folder has no tokenizer)";
-    }
-    if (have_tok) {
-        if (make_batches(C, tok, &t, S, 16, &encs, &batches, &nb)) goto out;
-    } else {
-        rnd = timed;
-        batches = &rnd;
-        nb = 1;
-    }
-    p.max_samples = samples;
-    if (!json) fprintf(stderr, "bench: quantizing %s (%s), calibration on %s\n", dir,
-                       p.scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic", calib_desc);
-    bert8_status st = bert8_quantize(m, batches, (size_t)nb, &p, &q, err, sizeof err);
-    if (batches == &rnd) batches = NULL;
-    if (st) {
-        cli_error(C, "%s (%s)", err, bert8_status_string(st));
-        goto out;
-    }
-    if (bert8_session_create(m, &sf) || bert8_session_create(q, &sq)) goto out;
-    bert8_outputs o;
-    /* warm-up (allocations, primitive creation), then timing */
-    if ((st = bert8_forward(sf, &timed, &o)) || (st = bert8_forward(sq, &timed, &o))) {
-        cli_error(C, "forward failed: %s", bert8_session_last_error(st ? sq : sf));
-        goto out;
-    }
-    double t0 = omp_get_wtime();
-    bert8_forward(sf, &timed, &o);
-    double one = omp_get_wtime() - t0;
-    if (iters == 0) iters = (long)(20.0 / (one * 1.5)); /* about 20 s of timing in all */
-    if (iters < 3) iters = 3;
-    if (iters > 50) iters = 50;
-    double *tf = malloc((size_t)iters * sizeof *tf), *tq = malloc((size_t)iters * sizeof *tq);
-    bert8_session_set_profiling(sf, 1);
-    bert8_session_set_profiling(sq, 1);
-    for (long r = 0; r < iters; r++) {
-        double a0 = omp_get_wtime();
-        bert8_forward(sf, &timed, &o);
-        double a1 = omp_get_wtime();
-        bert8_forward(sq, &timed, &o);
-        double a2 = omp_get_wtime();
-        tf[r] = a1 - a0;
-        tq[r] = a2 - a1;
-    }
-    double pf[BERT8_OP_COUNT], pq[BERT8_OP_COUNT], sumf = 0, sumq = 0;
-    bert8_session_get_profile(sf, pf);
-    bert8_session_get_profile(sq, pq);
-    for (int i = 0; i < BERT8_OP_COUNT; i++) sumf += pf[i], sumq += pq[i];
-    qsort(tf, (size_t)iters, sizeof *tf, cmp_double);
-    qsort(tq, (size_t)iters, sizeof *tq, cmp_double);
-    double mf = tf[iters / 2], mq = tq[iters / 2];
-    double fps = B / mf, qps = B / mq;
-    const int64_t H = info->hidden_size, I = info->intermediate_size, L = info->num_layers;
-    double gflop = (double)L * (2.0 * B * S * (4.0 * H * H + 2.0 * H * I) + 4.0 * B * S * S * H) / 1e9;
-    printf("bert8 bench: %s, %lld layers, hidden %lld; batch %ld x seq %ld, %ld thread(s), %s INT8, %ld iterations "
-           "interleaved\n",
-           dir, (long long)L, (long long)H, B, S, threads, p.scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic", iters);
-    printf("  fp32: %8.2f seq/s  (median %.1f ms, best %.1f ms, %.1f GFLOP/s)\n", fps, mf * 1e3, tf[0] * 1e3,
-           gflop / mf);
-    printf("  int8: %8.2f seq/s  (median %.1f ms, best %.1f ms, %.1f GOP/s)\n", qps, mq * 1e3, tq[0] * 1e3,
-           gflop / mq);
-    printf("  speedup int8 / fp32: %.2fx (median), %.2fx (best)\n", mf / mq, tf[0] / tq[0]);
-    printf("  time share per op      fp32     int8\n");
-    for (int i = 0; i < BERT8_OP_COUNT; i++)
-        printf("    %-16s %7.1f%% %7.1f%%\n", bert8_op_name((bert8_op)i), 100 * pf[i] / (sumf > 0 ? sumf : 1),
-               100 * pq[i] / (sumq > 0 ? sumq : 1));
-    if (json) {
-        printf("{\"model\":");
-        cli_print_json_string(stdout, dir);
-        printf(",\"batch\":%ld,\"seq\":%ld,\"threads\":%ld,\"scheme\":\"%s\",\"iterations\":%ld,"
-               "\"fp32_seq_per_s\":%.4f,\"int8_seq_per_s\":%.4f,\"speedup\":%.4f,\"speedup_best\":%.4f,"
-               "\"fp32_gflops\":%.2f,\"int8_gops\":%.2f,\"fp32_op_share\":{",
-               B, S, threads, p.scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic", iters, fps, qps, mf / mq,
-               tf[0] / tq[0], gflop / mf, gflop / mq);
-        for (int i = 0; i < BERT8_OP_COUNT; i++)
-            printf("%s\"%s\":%.4f", i ? "," : "", bert8_op_name((bert8_op)i), pf[i] / (sumf > 0 ? sumf : 1));
-        printf("},\"int8_op_share\":{");
-        for (int i = 0; i < BERT8_OP_COUNT; i++)
-            printf("%s\"%s\":%.4f", i ? "," : "", bert8_op_name((bert8_op)i), pq[i] / (sumq > 0 ? sumq : 1));
-        printf("}}\n");
-    }
-    free(tf);
-    free(tq);
-    rc = 0;
-out:
-    bert8_session_free(sf);
-    bert8_session_free(sq);
-    free_batches(encs, batches, nb);
-    bert8_tokenizer_free(tok);
-    bert8_model_free(q);
-    bert8_model_free(m);
-    texts_free(&t);
-    free(ids);
-    return rc;
-}

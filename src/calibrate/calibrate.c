@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-bert8_status b8_calib_init(b8_calib *c, const bert8_model *m, bool samples, b8_err *e) {
+bert8_status b8_calib_init(b8_calib *c, const bert8_model *m, bool samples, bool attention, b8_err *e) {
     memset(c, 0, sizeof *c);
     c->rng = 0x2545F4914F6CDD1DULL;
     c->layers = m->cfg.num_layers;
@@ -26,6 +26,16 @@ bert8_status b8_calib_init(b8_calib *c, const bert8_model *m, bool samples, b8_e
                 return b8_fail(e, BERT8_ERR_NOMEM, "out of memory for calibration statistics");
             }
         }
+    const b8_site att[3] = {B8_SITE_Q, B8_SITE_K, B8_SITE_V};
+    for (int64_t l = 0; attention && l < c->layers; l++)
+        for (int i = 0; i < 3; i++) {
+            b8_site_stats *ss = b8_calib_site(c, l, att[i]);
+            ss->k = m->cfg.hidden_size;
+            if (!(ss->amax = calloc((size_t)ss->k, sizeof(float)))) {
+                b8_calib_free(c);
+                return b8_fail(e, BERT8_ERR_NOMEM, "out of memory for calibration statistics");
+            }
+        }
     return BERT8_OK;
 }
 
@@ -40,14 +50,14 @@ void b8_calib_free(b8_calib *c) {
     memset(c, 0, sizeof *c);
 }
 
-static void observe(void *ctx, int64_t layer, b8_site site, const float *x, int64_t rows, int64_t cols,
+static void observe(void *ctx, int64_t layer, b8_site site, const float *x, int64_t rows, int64_t cols, int64_t ld,
                     const int32_t *mask) {
     b8_calib *c = ctx;
     b8_site_stats *s = b8_calib_site(c, layer, site);
     if (!s->amax || s->k != cols) return; /* a site nobody asked for */
     for (int64_t r = 0; r < rows; r++) {
         if (mask && !mask[r]) continue;
-        const float *xr = x + r * cols;
+        const float *xr = x + r * ld;
         for (int64_t j = 0; j < cols; j++) {
             float a = fabsf(xr[j]);
             if (a > s->amax[j]) s->amax[j] = a;

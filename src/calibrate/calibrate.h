@@ -23,8 +23,9 @@ typedef struct b8_calib {
     int64_t sequences;    /* calibration sequences seen */
 } b8_calib;
 
-/* Prepares statistics for the Linear-input sites of every layer of m (samples: keep rows too). */
-bert8_status b8_calib_init(b8_calib *c, const bert8_model *m, bool samples, b8_err *e);
+/* Prepares statistics for the Linear-input sites of every layer of m (samples: keep rows too)
+ * and, with attention, for the attention operands Q, K and V (max |x| only). */
+bert8_status b8_calib_init(b8_calib *c, const bert8_model *m, bool samples, bool attention, b8_err *e);
 void b8_calib_free(b8_calib *c); /* NULL is a no-op */
 static inline b8_site_stats *b8_calib_site(const b8_calib *c, int64_t layer, b8_site site) {
     return &c->sites[layer * B8_SITE_COUNT + site];

@@ -12,7 +12,7 @@
 static const float ALPHA_GRID[] = {0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f, 0.9f};
 
 bert8_quant_params bert8_default_quant_params(void) {
-    bert8_quant_params p = {BERT8_SCHEME_STATIC, 0.5f, 1, 512, NULL, 0};
+    bert8_quant_params p = {BERT8_SCHEME_STATIC, 0.5f, 1, 512, NULL, 0, 0};
     return p;
 }
 
@@ -41,7 +41,7 @@ static bert8_status candidate_error(int64_t n, int64_t k, const b8_site_stats *s
         }
         for (int64_t j = 0; j < k; j++) xd[r * k + j] = b8_q8(xr[j] / q->smooth[j] / a) * a;
     }
-    if ((st = b8_sgemm_w_pack(wd, NULL, n, k, B8_POST_NONE, false, &pw, e)) ||
+    if ((st = b8_sgemm_w_pack(wd, NULL, n, k, B8_ACT_NONE, false, &pw, e)) ||
         (st = b8_sgemm(pw, xd, k, S, y, n, e)))
         goto out;
     double sum = 0;
@@ -73,7 +73,7 @@ static bert8_status quantize_group(const float *w, const float *b, int64_t n, in
     b8_sgemm_w *pw = NULL;
     bert8_status st;
     if (!yref) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
-    if ((st = b8_sgemm_w_pack(w, NULL, n, k, B8_POST_NONE, false, &pw, e)) ||
+    if ((st = b8_sgemm_w_pack(w, NULL, n, k, B8_ACT_NONE, false, &pw, e)) ||
         (st = b8_sgemm(pw, ss->sample, k, S, yref, n, e)))
         goto done;
     b8_qlinear *best = NULL;
@@ -167,7 +167,15 @@ bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, s
     b8_err_clear(&e);
     b8_calib cs;
     bert8_model *m = NULL;
-    bert8_status st = b8_calib_init(&cs, fp32, p.smooth && p.alpha < 0, &e);
+    if (p.int8_attention != 0 && p.int8_attention != 1)
+        return put_err(BERT8_ERR_INVALID_ARG, err, err_len, "int8_attention must be 0 or 1");
+    const int64_t d = fp32->cfg.hidden_size / fp32->cfg.num_heads;
+    if (p.int8_attention && d % 4) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "INT8 attention needs a head size that is a multiple of 4, not %lld", (long long)d);
+        return put_err(BERT8_ERR_UNSUPPORTED, err, err_len, msg);
+    }
+    bert8_status st = b8_calib_init(&cs, fp32, p.smooth && p.alpha < 0, p.int8_attention, &e);
     if (st) return put_err(st, err, err_len, e.msg);
     /* 1. run the FP32 model over the calibration set, recording every Linear's input */
     if ((st = b8_calib_run(&cs, fp32, calib, n_calib, p.max_samples, p.progress, &e))) goto done;
@@ -200,6 +208,17 @@ bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, s
                 b8_wrap(&e, "layer %lld %s", (long long)l, b8_group_table[g].key);
                 goto done;
             }
+        }
+        if (p.int8_attention && m->layers[l].q[B8_GROUP_QKV]) {
+            float sc[3];
+            const b8_site sites[3] = {B8_SITE_Q, B8_SITE_K, B8_SITE_V};
+            for (int i = 0; i < 3; i++) {
+                const b8_site_stats *ss = b8_calib_site(&cs, l, sites[i]);
+                float mx = 0;
+                for (int64_t j = 0; j < ss->k; j++) mx = ss->amax[j] > mx ? ss->amax[j] : mx;
+                sc[i] = mx > 0 ? mx / 127.0f : 1.0f;
+            }
+            if ((st = b8_qattn_make(sc[0], sc[1], sc[2], m->cfg.hidden_size, &m->layers[l].att, &e))) goto done;
         }
         if (p.progress) b8_calib_progress("quantizing", l + 1, L);
     }

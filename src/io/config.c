@@ -162,10 +162,10 @@ bert8_status b8_config_parse(const char *text, const char *path, b8_config *cfg,
                      path, cfg->model_type);
         goto done;
     }
-    if (!strcmp(cfg->act_name, "gelu")) cfg->act = B8_HIDDEN_GELU;
+    if (!strcmp(cfg->act_name, "gelu")) cfg->act = B8_ACT_GELU;
     else if (!strcmp(cfg->act_name, "gelu_new") || !strcmp(cfg->act_name, "gelu_pytorch_tanh"))
-        cfg->act = B8_HIDDEN_GELU_TANH;
-    else if (!strcmp(cfg->act_name, "relu")) cfg->act = B8_HIDDEN_RELU;
+        cfg->act = B8_ACT_GELU_TANH;
+    else if (!strcmp(cfg->act_name, "relu")) cfg->act = B8_ACT_RELU;
     else {
         st = b8_fail(e, BERT8_ERR_UNSUPPORTED, "%s: activation \"%s\" is not supported (gelu, gelu_new, relu)",
                      path, cfg->act_name);

@@ -3,9 +3,8 @@
 #ifndef BERT8_CONFIG_H
 #define BERT8_CONFIG_H
 
+#include "base/act.h"
 #include "base/common.h"
-
-typedef enum b8_act_kind { B8_HIDDEN_GELU, B8_HIDDEN_GELU_TANH, B8_HIDDEN_RELU } b8_act_kind;
 
 typedef struct b8_config {
     bert8_arch arch;
@@ -20,7 +19,7 @@ typedef struct b8_config {
     int64_t type_vocab_size;  /* 0 for DistilBERT (no token-type table) */
     int64_t pad_token_id;
     float layer_norm_eps;
-    b8_act_kind act;
+    b8_act act;               /* hidden_act: GELU, GELU_TANH or RELU */
     char act_name[16];
     int64_t num_labels;
     char **labels;            /* [num_labels] id2label names, owned */

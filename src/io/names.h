@@ -71,5 +71,8 @@ void b8_part_name(bert8_arch arch, const char *prefix, int64_t layer, b8_part pa
 #define B8_QT_WEIGHT_SCALE "weight_scale"   /* F32 [n]: per output channel */
 #define B8_QT_SMOOTH "smooth_factor"        /* F32 [k]: SmoothQuant s, the input is divided by it */
 #define B8_QT_INPUT_SCALE "input_scale"     /* F32 [1]: static scheme, scale of the smoothed input */
+/* INT8 attention: "<query|key|value base>.output_scale", F32 [1], the per-tensor scale of the
+ * int8 Q, K and V the QKV product emits. */
+#define B8_QT_OUTPUT_SCALE "output_scale"
 
 #endif

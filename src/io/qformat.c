@@ -30,6 +30,7 @@ static bool qmode_parse(const char *s, b8_qmode *out) {
 void b8_qconfig_free(b8_qconfig *cfg) {
     if (!cfg) return;
     free(cfg->groups);
+    free(cfg->attn_int8);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -59,13 +60,19 @@ static bert8_status parse_layers(const cJSON *root, const char *path, b8_qconfig
     if (n > 100000) return b8_fail(e, BERT8_ERR_TOO_LARGE, "%s: \"%s\" has %d entries", path, key, n);
     cfg->layers = n;
     cfg->groups = calloc((size_t)(n ? n : 1) * B8_GROUP_COUNT, sizeof *cfg->groups);
-    if (!cfg->groups) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+    cfg->attn_int8 = calloc((size_t)(n ? n : 1), 1);
+    if (!cfg->groups || !cfg->attn_int8) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
     const b8_qmode dflt = cfg->scheme == BERT8_SCHEME_STATIC ? B8_QMODE_STATIC : B8_QMODE_DYNAMIC;
     int l = 0;
     const cJSON *row;
     cJSON_ArrayForEach(row, arr) {
         if (!cJSON_IsObject(row))
             return b8_fail(e, BERT8_ERR_FORMAT, "%s: %s[%d] must be an object", path, key, l);
+        const cJSON *att = cJSON_GetObjectItemCaseSensitive(row, "attention");
+        if (att && !cJSON_IsNull(att) &&
+            (!cJSON_IsString(att) || (strcmp(att->valuestring, "int8") && strcmp(att->valuestring, "fp32"))))
+            return b8_fail(e, BERT8_ERR_FORMAT, "%s: %s[%d].attention must be \"int8\" or \"fp32\"", path, key, l);
+        cfg->attn_int8[l] = cJSON_IsString(att) ? !strcmp(att->valuestring, "int8") : cfg->int8_attention;
         for (int g = 0; g < B8_GROUP_COUNT; g++) {
             b8_qgroup *q = &cfg->groups[(size_t)l * B8_GROUP_COUNT + (size_t)g];
             const char *gk = b8_group_table[g].key;
@@ -192,6 +199,7 @@ bert8_status b8_qconfig_write(const char *path, const b8_qconfig *cfg, b8_err *e
             if (q->alpha < 0) cJSON_AddNullToObject(v, "alpha");
             else cJSON_AddNumberToObject(v, "alpha", (double)q->alpha);
         }
+        if (o) cJSON_AddStringToObject(o, "attention", cfg->attn_int8 && cfg->attn_int8[l] ? "int8" : "fp32");
         cJSON_AddItemToArray(layers, o);
     }
     char *text = cJSON_Print(qc);

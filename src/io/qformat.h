@@ -10,7 +10,8 @@
  *   {"quant_method": "bert8-smoothquant", "version": 2, "scheme": "static" | "dynamic",
  *    "calibration_samples": N, "keep_fp32": "patterns", "attention": "fp32" | "int8",
  *    "layers": [{"qkv": {"mode": "int8_static" | "int8_dynamic" | "fp32", "alpha": a | null},
- *                "attention_output": {...}, "ffn_in": {...}, "ffn_out": {...}}, ...],
+ *                "attention_output": {...}, "ffn_in": {...}, "ffn_out": {...},
+ *                "attention": "int8" | "fp32"}, ...],
  *    "weights": "...", "activations": "..."}            (the last two are descriptions only)
  * Version 1 files (one scheme for the folder, "alpha_per_layer": [{"qkv": a | null | "fp32",
  * ...}]) are read too. */
@@ -42,9 +43,10 @@ typedef struct b8_qconfig {
     bert8_scheme scheme;  /* the folder's scheme: the mode of every INT8 group in version 1 */
     int64_t calib_samples;
     char keep_fp32[256];
-    bool int8_attention;  /* attention products in INT8 (scales stored per layer) */
+    bool int8_attention;  /* some layer runs its attention products in INT8 */
     int64_t layers;       /* rows of groups; 0 when the file has no per-layer table */
     b8_qgroup *groups;    /* [layers][B8_GROUP_COUNT], owned */
+    uint8_t *attn_int8;   /* [layers]: 1 where the layer's attention runs INT8, owned */
 } b8_qconfig;
 
 /* Reads dir/quantization_config.json. *present is false (and cfg zeroed) when the file does not

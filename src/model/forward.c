@@ -36,7 +36,7 @@ bert8_status bert8_session_create(const bert8_model *model, bert8_session **out)
 
 void bert8_session_free(bert8_session *s) {
     if (!s) return;
-    b8_buf *bufs[] = {&s->x,     &s->qkv,    &s->ctx,   &s->ffn,   &s->xq,     &s->hq,
+    b8_buf *bufs[] = {&s->x,     &s->qkv,    &s->ctx,   &s->ffn,   &s->xq,     &s->hq, &s->qkvq,
                       &s->rowscale, &s->rowscale2, &s->att, &s->gemm_ws, &s->starts, &s->first,
                       &s->pooled, &s->tmp,   &s->logits, &s->start, &s->end};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) b8_buf_free(bufs[i]);
@@ -196,14 +196,6 @@ static void layernorm_next(bert8_session *s, int64_t M, const float *g, const fl
     b8_layernorm_quantize(s->x.p, H, M, H, &p, s->xq.p, H);
 }
 
-static b8_act qact(const b8_config *c) {
-    switch (c->act) {
-    case B8_HIDDEN_GELU_TANH: return B8_ACT_GELU_TANH;
-    case B8_HIDDEN_RELU: return B8_ACT_RELU;
-    default: return B8_ACT_GELU;
-    }
-}
-
 /* One Linear group on M rows of x ([M][k], row stride k). INT8: xq is the int8 input when an
  * earlier step already made it (static scale fused into a LayerNorm or an epilogue), else x is
  * quantized into qbuf (per-row scales into rowscale). The output is either out_f32 (row
@@ -241,7 +233,7 @@ static bert8_status run_group(bert8_session *s, const b8_layer *ly, int64_t M, c
     b8_qepilogue ep = {dyn ? c->rowscale : &q->a_scale,
                        dyn,
                        q->bias,
-                       c->g == B8_GROUP_FFN_IN ? qact(cfg) : B8_ACT_NONE,
+                       c->g == B8_GROUP_FFN_IN ? cfg->act : B8_ACT_NONE,
                        residual ? c->out_f32 : NULL,
                        residual ? c->ldc : 0,
                        c->out_f32,
@@ -290,6 +282,51 @@ static void embed(bert8_session *s, const rows *r) {
     layernorm_next(s, r->M, m->emb_ln_g, m->emb_ln_b, next);
 }
 
+/* Attention on int8 Q, K, V (ly->att), then the output projection. With a static INT8 output
+ * projection the context leaves the kernel already quantized for it. */
+static bert8_status attention_s8(bert8_session *s, const rows *r, const b8_layer *ly, int64_t layer, double *t) {
+    const bert8_model *m = s->model;
+    const b8_config *c = &m->cfg;
+    const int64_t H = c->hidden_size, A = c->num_heads, d = H / A, M = r->M;
+    const b8_qattn *qa = ly->att;
+    const b8_qlinear *qo = ly->q[B8_GROUP_ATTN_OUT];
+    const bool fused = qo && qo->mode == B8_QMODE_STATIC;
+    const b8_mask_mode mode = c->arch == BERT8_ARCH_DISTILBERT ? B8_MASK_REPLACE_MIN : B8_MASK_ADD_MIN;
+    const b8_attn_s8_params ap = {qa->sq * qa->sk / sqrtf((float)d), qa->sv, NULL};
+    b8_attention_s8_fn att = b8_attention_s8_best();
+    const size_t per = (b8_attention_s8_scratch_bytes(r->T, d) + 63) & ~(size_t)63;
+    const int nt = omp_get_max_threads();
+    bert8_status st;
+    if ((st = b8_buf_reserve(&s->att, (size_t)nt, per, &s->err))) return st;
+    int64_t work = 0;
+    for (int64_t q = 0; q < r->nseq; q++) {
+        int64_t len = r->start[q + 1] - r->start[q];
+        work += len * len;
+    }
+    const int8_t *qkv = s->qkvq.p;
+    int8_t *ctxq = s->xq.p;
+    float *ctx = s->ctx.p;
+    const int64_t items = r->nseq * A;
+#pragma omp parallel for schedule(dynamic, 1) if (work * A * d >= 4 * B8_PAR_MIN)
+    for (int64_t it = 0; it < items; it++) {
+        const int64_t q = it / A, h = it % A, r0 = r->start[q], len = r->start[q + 1] - r0;
+        const int8_t *base = qkv + r0 * 3 * H + h * d;
+        void *scratch = (uint8_t *)s->att.p + (size_t)omp_get_thread_num() * per;
+        b8_attn_s8_params p = ap;
+        if (fused) p.out_mul = qo->in_mul + h * d;
+        att(base, base + H, base + 2 * H, 3 * H, len, d, &p, r->mask ? r->mask + r0 : NULL, mode,
+            fused ? NULL : ctx + r0 * H + h * d, fused ? ctxq + r0 * H + h * d : NULL, H, scratch);
+    }
+    prof_mark(s, BERT8_OP_ATTENTION, t);
+    gcall oc = {B8_GROUP_ATTN_OUT, ctx, fused ? ctxq : NULL, s->xq.p, s->rowscale.p, s->x.p, H, NULL, NULL};
+    if ((st = run_group(s, ly, M, &oc, t))) return st;
+    prof_mark(s, BERT8_OP_ATTN_OUT, t);
+    layernorm_next(s, M, ly->w[B8_PART_LN1], ly->b[B8_PART_LN1], ly->q[B8_GROUP_FFN_IN]);
+    prof_mark(s, BERT8_OP_NORM, t);
+    (void)layer;
+    return BERT8_OK;
+}
+
 static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *ly, int64_t layer) {
     const bert8_model *m = s->model;
     const b8_config *c = &m->cfg;
@@ -298,13 +335,22 @@ static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *l
     b8_err *e = &s->err;
     bert8_status st;
     double t = prof_start(s);
-    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_QKV_IN, x, M, H, r->mask);
+    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_QKV_IN, x, M, H, H, r->mask);
     const b8_qlinear *qq = ly->q[B8_GROUP_QKV];
-    gcall qc = {B8_GROUP_QKV, x, ln_ready(s, qq), s->xq.p, s->rowscale.p, qkv, 3 * H, NULL, NULL};
+    const b8_qattn *qa = ly->att;
+    /* INT8 attention: the QKV product emits int8 Q, K, V */
+    gcall qc = {B8_GROUP_QKV, x, ln_ready(s, qq), s->xq.p, s->rowscale.p, qa ? NULL : qkv, 3 * H,
+                qa ? s->qkvq.p : NULL, qa ? qa->out_mul : NULL};
     if ((st = run_group(s, ly, M, &qc, &t))) return st;
     prof_mark(s, BERT8_OP_QKV, &t);
+    if (s->observe && !qa) {
+        s->observe(s->observe_ctx, layer, B8_SITE_Q, qkv, M, H, 3 * H, r->mask);
+        s->observe(s->observe_ctx, layer, B8_SITE_K, qkv + H, M, H, 3 * H, r->mask);
+        s->observe(s->observe_ctx, layer, B8_SITE_V, qkv + 2 * H, M, H, 3 * H, r->mask);
+    }
     const float alpha = 1.0f / sqrtf((float)d);
     const b8_mask_mode mode = c->arch == BERT8_ARCH_DISTILBERT ? B8_MASK_REPLACE_MIN : B8_MASK_ADD_MIN;
+    if (qa) return attention_s8(s, r, ly, layer, &t);
     /* one fused pass per (sequence, head); each thread has its own scratch */
     b8_attention_fn att = b8_attention_head_best();
     const size_t per = b8_attention_scratch_floats(r->T, d);
@@ -325,7 +371,7 @@ static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *l
             ctx + r0 * H + h * d, H, scratch);
     }
     prof_mark(s, BERT8_OP_ATTENTION, &t);
-    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_ATTN_OUT_IN, ctx, M, H, r->mask);
+    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_ATTN_OUT_IN, ctx, M, H, H, r->mask);
     /* x = LN(x + ctx Wo^T + bo): the residual is added in the GEMM's epilogue */
     gcall oc = {B8_GROUP_ATTN_OUT, ctx, NULL, s->xq.p, s->rowscale.p, x, H, NULL, NULL};
     if ((st = run_group(s, ly, M, &oc, &t))) return st;
@@ -342,7 +388,7 @@ static bert8_status ffn(bert8_session *s, const rows *r, const b8_layer *ly, int
     float *x = s->x.p, *h = s->ffn.p;
     bert8_status st;
     double t = prof_start(s);
-    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_IN_IN, x, M, H, r->mask);
+    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_IN_IN, x, M, H, H, r->mask);
     const b8_qlinear *qi = ly->q[B8_GROUP_FFN_IN], *qo = ly->q[B8_GROUP_FFN_OUT];
     /* INT8 end to end: FFN-in -> GELU -> int8 -> FFN-out never leaves int8 */
     const bool fused_h = qi && qo && qo->mode == B8_QMODE_STATIC && !s->observe;
@@ -350,7 +396,7 @@ static bert8_status ffn(bert8_session *s, const rows *r, const b8_layer *ly, int
                 fused_h ? s->hq.p : NULL, fused_h ? qo->in_mul : NULL};
     if ((st = run_group(s, ly, M, &ic, &t))) return st;
     prof_mark(s, BERT8_OP_FFN_IN, &t);
-    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_OUT_IN, h, M, I, r->mask);
+    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_OUT_IN, h, M, I, I, r->mask);
     gcall oc = {B8_GROUP_FFN_OUT, h, fused_h ? s->hq.p : NULL, s->hq.p, s->rowscale2.p, x, H, NULL, NULL};
     if ((st = run_group(s, ly, M, &oc, &t))) return st;
     prof_mark(s, BERT8_OP_FFN_OUT, &t);
@@ -454,6 +500,7 @@ static bert8_status forward(bert8_session *s, const input *bt, bert8_outputs *ou
         return st;
     if (m->quantized &&
         ((st = b8_buf_reserve(&s->xq, (size_t)M, (size_t)H, e)) || (st = b8_buf_reserve(&s->hq, (size_t)M, (size_t)I, e)) ||
+         (st = b8_buf_reserve(&s->qkvq, (size_t)M, (size_t)(3 * H), e)) ||
          (st = b8_buf_reserve(&s->rowscale, (size_t)M, sizeof(float), e)) ||
          (st = b8_buf_reserve(&s->rowscale2, (size_t)M, sizeof(float), e))))
         return st;

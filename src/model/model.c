@@ -110,7 +110,7 @@ static bert8_status get_views(loader *L, const char *base, bool with_prefix, int
 
 /* A Linear outside the encoder (pooler, heads), packed with its epilogue. */
 static bert8_status get_linear(loader *L, const char *base, bool with_prefix, int64_t n, int64_t k,
-                               b8_post post, b8_linear *lin) {
+                               b8_act post, b8_linear *lin) {
     lin->n = n;
     lin->k = k;
     bert8_status st = get_views(L, base, with_prefix, n, k, &lin->w, &lin->b);
@@ -180,10 +180,7 @@ fail:
     return st;
 }
 
-static b8_post group_post(const b8_config *c, b8_group g) {
-    if (g != B8_GROUP_FFN_IN) return B8_POST_NONE;
-    return c->act == B8_HIDDEN_GELU_TANH ? B8_POST_GELU_TANH : c->act == B8_HIDDEN_RELU ? B8_POST_RELU : B8_POST_GELU;
-}
+static b8_act group_post(const b8_config *c, b8_group g) { return g == B8_GROUP_FFN_IN ? c->act : B8_ACT_NONE; }
 
 /* Residual groups add into the hidden state (the matmul's accumulate). */
 static bool group_acc(b8_group g) { return g == B8_GROUP_ATTN_OUT || g == B8_GROUP_FFN_OUT; }
@@ -298,12 +295,46 @@ static bert8_status get_ln(loader *L, const char *base, bool with_prefix, const 
     return get_f32(L, name, with_prefix, 1, s, b);
 }
 
+/* INT8 attention: the output scales of query, key and value, when the checkpoint has them. */
+static bert8_status load_attention(loader *L, int64_t l) {
+    bert8_model *m = L->m;
+    b8_layer *ly = &m->layers[l];
+    const b8_part parts[3] = {B8_PART_Q, B8_PART_K, B8_PART_V};
+    char base[3][256], name[1024];
+    int have = 0;
+    for (int i = 0; i < 3; i++) {
+        b8_model_part_name(m, l, parts[i], base[i], sizeof base[i]);
+        snprintf(name, sizeof name, "%s.%s", base[i], B8_QT_OUTPUT_SCALE);
+        have += find_tensor(m, name, false) != NULL;
+    }
+    const bool want = L->qc.attn_int8 && l < L->qc.layers ? L->qc.attn_int8[l] : (m->quantized && L->qc.int8_attention);
+    if (have == 0 && !want) return BERT8_OK;
+    if (have != 3 || !want)
+        return b8_fail(L->e, BERT8_ERR_FORMAT,
+                       "%s: layer %lld: INT8 attention needs %s.%s and its key and value twins, and "
+                       "\"attention\": \"int8\" in quantization_config.json (found %d of 3 scales)",
+                       m->dir, (long long)l, base[0], B8_QT_OUTPUT_SCALE, have);
+    if (!ly->q[B8_GROUP_QKV])
+        return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: layer %lld: INT8 attention needs an INT8 query/key/value product",
+                       m->dir, (long long)l);
+    const int64_t H = m->cfg.hidden_size, d = H / m->cfg.num_heads;
+    if (d % 4)
+        return b8_fail(L->e, BERT8_ERR_UNSUPPORTED, "%s: INT8 attention needs a head size that is a multiple of 4, not %lld",
+                       m->dir, (long long)d);
+    float sc[3];
+    bert8_status st;
+    for (int i = 0; i < 3; i++)
+        if ((st = get_scales(L, base[i], B8_QT_OUTPUT_SCALE, 1, &sc[i]))) return st;
+    return b8_qattn_make(sc[0], sc[1], sc[2], H, &ly->att, L->e);
+}
+
 static bert8_status load_layer(loader *L, int64_t l) {
     b8_layer *ly = &L->m->layers[l];
     char name[256];
     bert8_status st;
     for (int g = 0; g < B8_GROUP_COUNT; g++)
         if ((st = load_group(L, l, (b8_group)g))) return st;
+    if ((st = load_attention(L, l))) return st;
     const b8_part lns[2] = {B8_PART_LN1, B8_PART_LN2};
     for (int i = 0; i < 2; i++) {
         b8_model_part_name(L->m, l, lns[i], name, sizeof name);
@@ -385,25 +416,25 @@ static bert8_status load_heads(loader *L) {
     const int64_t H = c->hidden_size;
     bert8_status st;
     m->has_pooler = c->arch != BERT8_ARCH_DISTILBERT && find_tensor(m, "pooler.dense.weight", true);
-    if (m->has_pooler && (st = get_linear(L, "pooler.dense", true, H, H, B8_POST_TANH, &m->pooler))) return st;
+    if (m->has_pooler && (st = get_linear(L, "pooler.dense", true, H, H, B8_ACT_TANH, &m->pooler))) return st;
     switch (m->info.head) {
     case BERT8_HEAD_BASE: return BERT8_OK;
-    case BERT8_HEAD_QA: return get_linear(L, "qa_outputs", false, 2, H, B8_POST_NONE, &m->cls_out);
-    case BERT8_HEAD_TOKEN_CLS: return get_linear(L, "classifier", false, c->num_labels, H, B8_POST_NONE, &m->cls_out);
+    case BERT8_HEAD_QA: return get_linear(L, "qa_outputs", false, 2, H, B8_ACT_NONE, &m->cls_out);
+    case BERT8_HEAD_TOKEN_CLS: return get_linear(L, "classifier", false, c->num_labels, H, B8_ACT_NONE, &m->cls_out);
     case BERT8_HEAD_SEQ_CLS:
         if (c->arch == BERT8_ARCH_DISTILBERT) {
-            if ((st = get_linear(L, "pre_classifier", false, H, H, B8_POST_RELU, &m->cls_dense))) return st;
-            return get_linear(L, "classifier", false, c->num_labels, H, B8_POST_NONE, &m->cls_out);
+            if ((st = get_linear(L, "pre_classifier", false, H, H, B8_ACT_RELU, &m->cls_dense))) return st;
+            return get_linear(L, "classifier", false, c->num_labels, H, B8_ACT_NONE, &m->cls_out);
         }
         if (c->arch == BERT8_ARCH_XLMR) {
-            if ((st = get_linear(L, "classifier.dense", false, H, H, B8_POST_TANH, &m->cls_dense))) return st;
-            return get_linear(L, "classifier.out_proj", false, c->num_labels, H, B8_POST_NONE, &m->cls_out);
+            if ((st = get_linear(L, "classifier.dense", false, H, H, B8_ACT_TANH, &m->cls_dense))) return st;
+            return get_linear(L, "classifier.out_proj", false, c->num_labels, H, B8_ACT_NONE, &m->cls_out);
         }
         if (!m->has_pooler)
             return b8_fail(L->e, BERT8_ERR_MISSING,
                            "%s: tensor \"%spooler.dense.weight\" is missing (BERT sequence classification "
                            "classifies the pooled first token)", m->dir, m->prefix);
-        return get_linear(L, "classifier", false, c->num_labels, H, B8_POST_NONE, &m->cls_out);
+        return get_linear(L, "classifier", false, c->num_labels, H, B8_ACT_NONE, &m->cls_out);
     }
     return BERT8_OK;
 }
@@ -538,6 +569,7 @@ void bert8_model_free(bert8_model *m) {
                 b8_sgemm_w_free(ly->f32[g]);
                 b8_qlinear_free(ly->q[g]);
             }
+            b8_qattn_free(ly->att);
         }
         free(m->layers);
     }

@@ -28,6 +28,8 @@ typedef struct b8_layer {
     /* Each Linear group runs either FP32 (f32) or INT8 (q); the other is NULL. */
     b8_sgemm_w *f32[B8_GROUP_COUNT];
     b8_qlinear *q[B8_GROUP_COUNT];
+    /* INT8 attention (needs an INT8 QKV group), or NULL: the attention products run FP32 */
+    b8_qattn *att;
 } b8_layer;
 
 struct bert8_model {

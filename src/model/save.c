@@ -142,6 +142,13 @@ bert8_status bert8_model_save(const bert8_model *m, const char *out_dir, char *e
             for (int i = 0; i < d->n_parts; i++) {
                 b8_model_part_name(m, l, d->parts[i], bases[nb], sizeof bases[nb]);
                 wl_qlinear(&w, bases[nb], q, i * pn, pn);
+                if (g == B8_GROUP_QKV && ly->att) {
+                    char name[300];
+                    static const int64_t s1[1] = {1};
+                    const float *sc[3] = {&ly->att->sq, &ly->att->sk, &ly->att->sv};
+                    snprintf(name, sizeof name, "%s.%s", bases[nb], B8_QT_OUTPUT_SCALE);
+                    wl_add(&w, name, B8_F32, 1, s1, sc[i]);
+                }
                 nb++;
             }
         }
@@ -183,6 +190,11 @@ bert8_status bert8_model_save(const bert8_model *m, const char *out_dir, char *e
     qc.calib_samples = m->calib_samples;
     snprintf(qc.keep_fp32, sizeof qc.keep_fp32, "%s", m->keep_fp32);
     qc.layers = L;
+    if (!(qc.attn_int8 = calloc((size_t)L + 1, 1))) {
+        st = b8_fail(&e, BERT8_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (int64_t l = 0; l < L; l++) qc.int8_attention |= (qc.attn_int8[l] = m->layers[l].att != NULL);
     snprintf(path, sizeof path, "%s/quantization_config.json", out_dir);
     st = b8_qconfig_write(path, &qc, &e);
 done:

@@ -6,10 +6,11 @@
 
 #include "model/model.h"
 
-/* Calibration hook: sees the FP32 activation at each site of each layer (io/names.h). rows are
- * tokens (or attention rows); mask (may be NULL) says which rows are real tokens. */
+/* Calibration hook: sees the FP32 activation at each site of each layer (io/names.h): rows x
+ * cols values with row stride ld. rows are tokens; mask (may be NULL) says which rows are real
+ * tokens. */
 typedef void (*b8_observer)(void *ctx, int64_t layer, b8_site site, const float *x, int64_t rows,
-                            int64_t cols, const int32_t *mask);
+                            int64_t cols, int64_t ld, const int32_t *mask);
 
 struct bert8_session {
     const bert8_model *model;
@@ -20,6 +21,7 @@ struct bert8_session {
     b8_buf x, qkv, ctx, ffn;
     /* int8 activations of the Linear inputs ([M][H] and [M][I]) and their per-row scales */
     b8_buf xq, hq, rowscale, rowscale2;
+    b8_buf qkvq;    /* INT8 attention: int8 Q|K|V [M][3H] */
     b8_buf att;     /* attention scratch, one slice per thread */
     b8_buf gemm_ws; /* INT8 GEMM scratch (packed activations, tiles) */
     /* heads and outputs */

@@ -165,3 +165,27 @@ bert8_status b8_qlinear_prepare(b8_qlinear *q, const float *ln_g, const float *l
     if (q->packed) return BERT8_OK;
     return b8_qweight_pack(q->wq, q->n, q->k, q->w_scale, NULL, &q->packed, e);
 }
+
+bert8_status b8_qattn_make(float sq, float sk, float sv, int64_t H, b8_qattn **out, b8_err *e) {
+    *out = NULL;
+    const float sc[3] = {sq, sk, sv};
+    for (int i = 0; i < 3; i++)
+        if (!(sc[i] > 0.0f) || isinf(sc[i]))
+            return b8_fail(e, BERT8_ERR_FORMAT, "INT8 attention: scale of %c is %g, not finite and positive", "QKV"[i],
+                           (double)sc[i]);
+    b8_qattn *a = calloc(1, sizeof *a);
+    if (!a || !(a->out_mul = b8_malloc_aligned((size_t)(3 * H) * sizeof(float)))) {
+        free(a);
+        return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+    }
+    a->sq = sq, a->sk = sk, a->sv = sv;
+    for (int64_t j = 0; j < 3 * H; j++) a->out_mul[j] = 1.0f / sc[j / H];
+    *out = a;
+    return BERT8_OK;
+}
+
+void b8_qattn_free(b8_qattn *a) {
+    if (!a) return;
+    b8_free_aligned(a->out_mul);
+    free(a);
+}

@@ -22,4 +22,27 @@ void b8_attention_head__avx512(const float *q, const float *k, const float *v, i
                                float *scratch);
 b8_attention_fn b8_attention_head_best(void);
 
+/* ---- INT8 attention (attention_s8.c) ---- */
+
+typedef struct b8_attn_s8_params {
+    float score_scale;    /* s_q s_k / sqrt(d): int32 scores -> fp32 */
+    float v_scale;        /* s_v */
+    const float *out_mul; /* [d]: with an int8 output, its multipliers (the next GEMM's in_mul) */
+} b8_attn_s8_params;
+
+/* Q, K, V int8 [T][d] with row stride ld (bytes); the context goes to ctx (fp32) or, when ctxq
+ * is not NULL, to ctxq (int8, requantized with out_mul), row stride ldo. d must be a multiple
+ * of 4. scratch holds b8_attention_s8_scratch_bytes(T, d), 64-byte aligned. */
+typedef void (*b8_attention_s8_fn)(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_t d,
+                                   const b8_attn_s8_params *p, const int32_t *mask, b8_mask_mode mode, float *ctx,
+                                   int8_t *ctxq, int64_t ldo, void *scratch);
+size_t b8_attention_s8_scratch_bytes(int64_t T, int64_t d);
+void b8_attention_s8__scalar(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_t d,
+                             const b8_attn_s8_params *p, const int32_t *mask, b8_mask_mode mode, float *ctx,
+                             int8_t *ctxq, int64_t ldo, void *scratch);
+void b8_attention_s8__avx512vnni(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_t d,
+                                 const b8_attn_s8_params *p, const int32_t *mask, b8_mask_mode mode, float *ctx,
+                                 int8_t *ctxq, int64_t ldo, void *scratch);
+b8_attention_s8_fn b8_attention_s8_best(void);
+
 #endif

@@ -55,7 +55,7 @@ void b8_sgemm_apply_isa_cap(void) { pthread_once(&g_cap_once, cap_init); }
 
 struct b8_sgemm_w {
     int64_t n, k;
-    b8_post post;
+    b8_act post;
     bool acc;
     bool scalar;     /* the scalar twin runs it: packed is W [n][k] as given */
     void *packed;    /* W in the primitive's layout (or [n][k] for the twin), 64-byte aligned */
@@ -66,13 +66,13 @@ struct b8_sgemm_w {
 
 /* The scalar twin: plain loops, k ascending, then the epilogue in oneDNN's order (post-op,
  * then the accumulate). What BERT8_MAX_ISA=scalar runs, so that a capped run is capped. */
-static float post_scalar(b8_post p, float v) {
+static float post_scalar(b8_act p, float v) {
     switch (p) {
-    case B8_POST_GELU: return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
-    case B8_POST_GELU_TANH:
+    case B8_ACT_GELU: return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+    case B8_ACT_GELU_TANH:
         return 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
-    case B8_POST_RELU: return v > 0.0f ? v : 0.0f;
-    case B8_POST_TANH: return tanhf(v);
+    case B8_ACT_RELU: return v > 0.0f ? v : 0.0f;
+    case B8_ACT_TANH: return tanhf(v);
     default: return v;
     }
 }
@@ -109,18 +109,18 @@ static void md_2d(dnnl_memory_desc_t *md, int64_t r, int64_t c, int64_t ld) {
     dnnl_memory_desc_init_by_strides(md, 2, dims, dnnl_f32, strides);
 }
 
-static dnnl_alg_kind_t post_alg(b8_post p) {
+static dnnl_alg_kind_t post_alg(b8_act p) {
     switch (p) {
-    case B8_POST_GELU: return dnnl_eltwise_gelu_erf;
-    case B8_POST_GELU_TANH: return dnnl_eltwise_gelu_tanh;
-    case B8_POST_RELU: return dnnl_eltwise_relu;
-    case B8_POST_TANH: return dnnl_eltwise_tanh;
+    case B8_ACT_GELU: return dnnl_eltwise_gelu_erf;
+    case B8_ACT_GELU_TANH: return dnnl_eltwise_gelu_tanh;
+    case B8_ACT_RELU: return dnnl_eltwise_relu;
+    case B8_ACT_TANH: return dnnl_eltwise_tanh;
     default: return dnnl_alg_kind_undef;
     }
 }
 
 /* The run-time-M matmul descriptor: A [?][k] and C [?][n] with run-time row strides. */
-static dnnl_status_t make_pd(dnnl_primitive_desc_t *pd, int64_t n, int64_t k, b8_post post,
+static dnnl_status_t make_pd(dnnl_primitive_desc_t *pd, int64_t n, int64_t k, b8_act post,
                              bool acc) {
     dnnl_engine_t eng = engine();
     if (!eng) return dnnl_runtime_error;
@@ -136,10 +136,10 @@ static dnnl_status_t make_pd(dnnl_primitive_desc_t *pd, int64_t n, int64_t k, b8
     if (s != dnnl_success) return s;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
-    if (post != B8_POST_NONE || acc) {
+    if (post != B8_ACT_NONE || acc) {
         if ((s = dnnl_primitive_attr_create(&attr)) != dnnl_success) return s;
         if ((s = dnnl_post_ops_create(&po)) != dnnl_success) goto out;
-        if (post != B8_POST_NONE &&
+        if (post != B8_ACT_NONE &&
             (s = dnnl_post_ops_append_eltwise(po, 1.0f, post_alg(post), 0.0f, 0.0f)) != dnnl_success)
             goto out;
         if (acc && (s = dnnl_post_ops_append_sum(po, 1.0f)) != dnnl_success) goto out;
@@ -152,12 +152,12 @@ out:
     return s;
 }
 
-bert8_status b8_sgemm_w_pack(const float *wsrc, const float *bias, int64_t n, int64_t k, b8_post post,
+bert8_status b8_sgemm_w_pack(const float *wsrc, const float *bias, int64_t n, int64_t k, b8_act post,
                              bool accumulate, b8_sgemm_w **out, b8_err *e) {
     *out = NULL;
     if (n <= 0 || k <= 0 || !wsrc)
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "sgemm: bad weight %lld x %lld", (long long)n, (long long)k);
-    if ((unsigned)post > B8_POST_TANH)
+    if ((unsigned)post > B8_ACT_TANH)
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "sgemm: unknown post-op %d", (int)post);
     b8_sgemm_w *w = calloc(1, sizeof *w);
     if (!w) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");

@@ -8,22 +8,15 @@
 #ifndef BERT8_SGEMM_H
 #define BERT8_SGEMM_H
 
+#include "base/act.h"
 #include "base/common.h"
-
-typedef enum b8_post {
-    B8_POST_NONE,
-    B8_POST_GELU,      /* exact erf GELU */
-    B8_POST_GELU_TANH, /* tanh approximation (gelu_new) */
-    B8_POST_RELU,
-    B8_POST_TANH
-} b8_post;
 
 /* A Linear layer's weight W [N][K] (out x in) and bias [N], in oneDNN's layout, with its
  * epilogue: C = post(A W^T + bias), plus C's previous contents when accumulate is set. */
 typedef struct b8_sgemm_w b8_sgemm_w;
 
 /* bias may be NULL (zeros). */
-bert8_status b8_sgemm_w_pack(const float *w, const float *bias, int64_t n, int64_t k, b8_post post,
+bert8_status b8_sgemm_w_pack(const float *w, const float *bias, int64_t n, int64_t k, b8_act post,
                              bool accumulate, b8_sgemm_w **out, b8_err *e);
 void b8_sgemm_w_free(b8_sgemm_w *w); /* NULL is a no-op */
 

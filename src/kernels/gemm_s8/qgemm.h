@@ -21,24 +21,18 @@
 #ifndef BERT8_QGEMM_H
 #define BERT8_QGEMM_H
 
+#include "base/act.h"
 #include "base/common.h"
 #include "base/cpu.h"
 
 /* Packed weights for one Linear layer, plus the kernel chosen for them. */
 typedef struct b8_qweight b8_qweight;
 
-typedef enum b8_act {
-    B8_ACT_NONE,
-    B8_ACT_GELU,      /* 0.5 x (1 + erf(x / sqrt 2)) */
-    B8_ACT_GELU_TANH, /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
-    B8_ACT_RELU
-} b8_act;
-
 typedef struct b8_qepilogue {
     const float *a_scale; /* activation scale: 1 value, or M values when a_scale_per_row */
     int a_scale_per_row;
     const float *bias;    /* [N] or NULL */
-    b8_act act;
+    b8_act act;           /* NONE, GELU, GELU_TANH or RELU */
     const float *residual; /* [M][ld_res] added after the activation, or NULL; may equal out_f32 */
     int64_t ld_res;
     float *out_f32;       /* exactly one of out_f32 / out_s8, both with row stride ldc */

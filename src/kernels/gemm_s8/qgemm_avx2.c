@@ -124,7 +124,7 @@ static B8_T256 void epilogue(const int32_t *acc, size_t ld_acc, int rows, int co
             case B8_ACT_GELU: y = b8_v8_gelu(y); break;
             case B8_ACT_GELU_TANH: y = b8_v8_gelu_tanh(y); break;
             case B8_ACT_RELU: y = b8_v8_relu(y); break;
-            case B8_ACT_NONE: break;
+            default: break; /* NONE (b8_qgemm refuses the others) */
             }
             if (ep->residual)
                 y = _mm256_add_ps(y, _mm256_maskload_ps(ep->residual + m * ep->ld_res + n, mk[j]));

@@ -27,7 +27,7 @@ void b8_qepilogue__scalar(const int32_t *acc, size_t ld_acc, int rows, int cols,
             case B8_ACT_GELU: y = b8_vm_gelu(y); break;
             case B8_ACT_GELU_TANH: y = b8_vm_gelu_tanh(y); break;
             case B8_ACT_RELU: y = b8_vm_relu(y); break;
-            case B8_ACT_NONE: break;
+            default: break; /* NONE (b8_qgemm refuses the others) */
             }
             if (ep->residual) y = y + ep->residual[m * ep->ld_res + n];
             if (ep->out_f32) {
