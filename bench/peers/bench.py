@@ -324,6 +324,8 @@ def main():
     p.add_argument("--quick", action="store_true",
                    help="smoke test: tiny 2-layer models, batches 1,8, 1 round, short timing")
     p.add_argument("--rebuild", action="store_true", help="redo the preparation steps even if cached")
+    p.add_argument("--prepare-only", action="store_true",
+                   help="make the checkpoints and every peer's converted/quantized model, time nothing")
     p.add_argument("--prepare-timeout", type=int, default=3600)
     p.add_argument("--run-timeout", type=int, default=3600)
     p.add_argument("--command-line", default="", help="the command as typed (run.sh passes it)")
@@ -387,6 +389,13 @@ def main():
                 "gop_padded": common.lengthmix_gop(spec, lengths, a.mix_batch, True),
                 "gop_packed": common.lengthmix_gop(spec, lengths, a.mix_batch, False)}
     save()
+    if a.prepare_only:
+        for m in models:
+            for step, s in res["models"][m]["prepare"].items():
+                log(f"{m} / {step}: " + ("ok" if s.get("ok") else "FAILED: " + str(s.get("reason"))) +
+                    (f" ({s['seconds']} s)" if "seconds" in s else " (cached)" if s.get("cached") else ""))
+        log(f"prepared only; wrote {json_path}")
+        return
     for r in range(1, a.rounds + 1):
         for m in models:
             status = res["models"][m]["prepare"]

@@ -411,6 +411,10 @@ def main():
     except Exception:  # noqa: BLE001
         pass
     spec = common.MODELS[a.model]
+    # some tools (ORT's quant_pre_process) leave temporary files in the working directory
+    scratch = os.path.join(common.WORK, "scratch")
+    os.makedirs(scratch, exist_ok=True)
+    os.chdir(scratch)
     t0 = time.time()
     try:
         r = STEPS[a.step](a, spec) or {}
