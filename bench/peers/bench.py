@@ -130,6 +130,14 @@ def package_versions():
     return last_json_line(out) or {"error": tail_reason(err)}
 
 
+def _install_failures():
+    path = os.path.join(common.WORK, "install-failures.txt")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [ln.strip() for ln in f if ln.strip()]
+
+
 def peaks(bert8, peaks_file, threads):
     """Per-core peaks: --peaks FILE, else `bert8 bench --roofline --json`, else the documented values."""
     if peaks_file:
@@ -143,8 +151,10 @@ def peaks(bert8, peaks_file, threads):
                                    env=thread_env(threads))
         d = last_json_line(out) if rc == 0 else None
         if d:
-            f = _find_key(d, ("fp32",), ("per_core",))
-            q = _find_key(d, ("int8", "vnni", "vpdpbusd"), ("per_core",))
+            # the agreed keys first, then any per-core key that names the precision
+            f = "fp32_gflops_per_core" if "fp32_gflops_per_core" in d else _find_key(d, ("fp32",), ("per_core",))
+            q = "int8_gops_per_core" if "int8_gops_per_core" in d else \
+                _find_key(d, ("int8", "vnni", "vpdpbusd"), ("per_core",))
             if f and q:
                 return {"fp32_gflops_per_core": float(d[f]), "int8_gops_per_core": float(d[q]),
                         "source": f"measured by `bert8 bench --roofline --json` ({f}, {q})", "raw": d}
@@ -220,8 +230,8 @@ def prepare_model(a, model, units, want_mix):
     for step in STEPS:  # dict order is a valid dependency order
         if step in wanted:
             run_step(step, *STEPS[step])
-    with open(status_path, "w") as f:
-        json.dump(status, f, indent=1)
+    with open(status_path, "w") as f:  # keeps the entries of steps this run did not need
+        json.dump({**old, **status}, f, indent=1)
     return status
 
 
@@ -361,6 +371,7 @@ def main():
         "settings": {k: v for k, v in vars(a).items() if k != "command_line"},
         "machine": machine_info(a.bert8),
         "versions": package_versions(),
+        "install_failures": _install_failures(),
         "peaks": peaks(a.bert8, a.peaks, a.threads),
         "models": {},
         "systems": {u: {"family": SYSTEMS[u][0], "precision": SYSTEMS[u][1], "description": SYSTEMS[u][2]}

@@ -181,6 +181,8 @@ def write(res, json_path):
     L.append(f"- repo commit {mc.get('repo_commit', '?')}{' (with local changes)' if mc.get('repo_dirty') else ''}"
              f"; bert8 binary {mc.get('bert8_binary')}")
     L.append("- packages: " + ", ".join(f"{k} {v}" for k, v in res["versions"].items()))
+    for fail in res.get("install_failures", []):
+        L.append(f"- not installed: {fail}")
     L.append(f"- command: `{res['command']}`")
     L.append(f"- started {res['started']}, finished {res.get('finished', '(incomplete)')}")
     L.append(f"- timing per process: {st['warmup']} warm-up call(s), then calls until {st['min_iters']} calls and "
@@ -212,7 +214,7 @@ def plot(res, agg, path, models, batches, rows):
     if not batches:
         return None
     xs = [int(b) for b in batches]
-    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models) + 4.2, 5.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models) + 3.4, 5.2), squeeze=False)
     cmap = plt.get_cmap("tab20")
     b8_style = {"bert8-fp32": ("black", "--", "o"), "bert8-int8-static": ("black", "-", "s"),
                 "bert8-int8-dynamic": ("dimgray", "-", "^")}
@@ -245,7 +247,7 @@ def plot(res, agg, path, models, batches, rows):
     w = fig.get_size_inches()[0]
     fig.legend(h, lab, loc="center right", fontsize=7.5, frameon=False)
     fig.suptitle("FP32 dashed, INT8 solid; dotted: roofline ceilings", fontsize=9)
-    fig.tight_layout(rect=(0, 0, 1 - 4.2 / w, 0.97))
+    fig.tight_layout(rect=(0, 0, 1 - 3.4 / w, 0.97))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

@@ -24,7 +24,16 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; 
   [ -x "$VENV/bin/python" ] || "$PY_BASE" -m venv "$VENV"
   # torch first and pinned, so that nothing later can pull an unpinned (CUDA) torch
   "$VENV/bin/pip" install --disable-pip-version-check -q "torch==2.13.0"
-  "$VENV/bin/pip" install --disable-pip-version-check -q -r "$HERE/requirements.txt"
+  : > "$WORK/install-failures.txt"
+  if ! "$VENV/bin/pip" install --disable-pip-version-check -q -r "$HERE/requirements.txt"; then
+    # one package at a time, so that a peer that does not install is reported, not fatal
+    echo "== pip could not install the whole set; installing one package at a time"
+    grep -vE '^\s*(#|$)' "$HERE/requirements.txt" | while read -r req; do
+      if ! out="$("$VENV/bin/pip" install --disable-pip-version-check -q "torch==2.13.0" "$req" 2>&1)"; then
+        echo "$req: $(echo "$out" | grep -v '^\s*$' | tail -1)" | tee -a "$WORK/install-failures.txt"
+      fi
+    done
+  fi
   echo "$want" > "$stamp"
 fi
 
