@@ -334,6 +334,8 @@ def main():
     p.add_argument("--quick", action="store_true",
                    help="smoke test: tiny 2-layer models, batches 1,8, 1 round, short timing")
     p.add_argument("--rebuild", action="store_true", help="redo the preparation steps even if cached")
+    p.add_argument("--no-check", action="store_true",
+                   help="skip the check that the FP32 systems give the same last_hidden_state as PyTorch")
     p.add_argument("--prepare-only", action="store_true",
                    help="make the checkpoints and every peer's converted/quantized model, time nothing")
     p.add_argument("--prepare-timeout", type=int, default=3600)
@@ -391,6 +393,13 @@ def main():
         spec = common.MODELS[m]
         res["models"][m] = {"spec": spec, "dir": common.model_dir(m), "prepare": status,
                             "gop_per_seq": common.gop_per_seq(spec, a.seq)}
+        if not a.no_check and status.get("checkpoint", {}).get("ok"):
+            cmd = [PY, os.path.join(HERE, "check_outputs.py"), "--model", m, "--bert8", a.bert8 or "",
+                   "--seq", str(a.seq), "--calib-n", str(a.calib_n), "--threads", str(a.threads)]
+            rc, out, err, _ = run_proc(cmd, a.prepare_timeout, env=thread_env(a.threads))
+            chk = last_json_line(out) or {"error": f"exit code {rc}: {tail_reason(err)}"}
+            res["models"][m]["fp32_check"] = chk
+            log(f"{m}: FP32 outputs vs PyTorch, max abs diff: {chk.get('max_abs_diff', chk)}")
         if os.path.exists(common.lengthmix_path()):
             with open(common.lengthmix_path()) as f:
                 lengths = json.load(f)["lengths"]

@@ -342,7 +342,7 @@ def torchao_quantize(a, spec, kind, model=None):
     # The memory-light RunningAbsMaxSmoothQuantObserver fails with a static base config in torchao
     # 0.18.0 (calculate_qparams calls .get on a QuantizeTensorToInt8Kwargs object), so the static
     # variant uses torchao's default SmoothQuantObserver, which keeps every calibration input
-    # (about 11 GB for BERT-base, 256 sentences x 128 tokens). For the dynamic variant only the
+    # (roughly 9-11 GB for BERT-base, 256 sentences x 128 tokens). For the dynamic variant only the
     # smoothing factor is used, which both observers compute the same way (per-channel abs max).
     running = kind != "sq-static"
     cfg = SmoothQuantConfig(base_config=base, step=QuantizationStep.PREPARE, alpha=0.5, use_running_absmax=running)

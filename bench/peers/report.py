@@ -157,6 +157,15 @@ def write(res, json_path):
                 cq_cells.append(fmt(cq))
         L.append("| " + " | ".join(cf_cells) + " |")
         L.append("| " + " | ".join(cq_cells) + " |")
+        chk = m.get("fp32_check")
+        if chk:
+            if "max_abs_diff" in chk:
+                d = ", ".join(f"{k} {v:.1e}" if isinstance(v, float) else f"{k} {v}"
+                              for k, v in chk["max_abs_diff"].items())
+                L.append(f"\nSame function check (FP32 last_hidden_state vs PyTorch eager, batches "
+                         f"{chk.get('batches')}, |values| up to {chk.get('max_abs_ref', 0):.1f}): max abs diff {d}.")
+            else:
+                L.append(f"\nSame function check failed: {chk.get('error')}")
         if "mix" in shapes and m.get("mix"):
             mx = m["mix"]
             L.append(f"\nSST-2 mix: {mx['sentences']} sentences, mean {mx['mean_length']:.1f} tokens, max "
