@@ -1,0 +1,268 @@
+"""Turns the raw JSON of a run into the Markdown table and the PNG plot.
+
+  python report.py results/peers-TAG.json      # rewrites results/peers-TAG.md and .png
+"""
+import json
+import os
+import statistics
+import sys
+
+# table rows in order: (system key in the raw runs, label, precision)
+ROWS = [
+    ("ort-fp32", "ONNX Runtime FP32", "fp32"),
+    ("ort-int8-dynamic", "ONNX Runtime INT8 dynamic", "int8"),
+    ("ort-int8-static", "ONNX Runtime INT8 static QDQ", "int8"),
+    ("ov-fp32", "OpenVINO FP32", "fp32"),
+    ("ov-int8-nncf", "OpenVINO INT8 (NNCF PTQ)", "int8"),
+    ("torch-fp32", "PyTorch FP32 eager", "fp32"),
+    ("torch-fp32-compile", "PyTorch FP32 compiled", "fp32"),
+    ("torch-int8-dynamic", "PyTorch INT8 dynamic (torch.ao, eager)", "int8"),
+    ("torchao-sq-static", "torchao SmoothQuant W8A8 static (compiled)", "int8"),
+    ("torchao-sq-dynamic", "torchao SmoothQuant W8A8 dynamic (compiled)", "int8"),
+    ("torchao-w8a8-dynamic", "torchao W8A8 dynamic, no SmoothQuant (compiled)", "int8"),
+    ("bert8-fp32", "**bert8 FP32**", "fp32"),
+    ("bert8-int8-static", "**bert8 INT8 static**", "int8"),
+    ("bert8-int8-dynamic", "**bert8 INT8 dynamic**", "int8"),
+]
+BERT8 = {"bert8-fp32", "bert8-int8-static", "bert8-int8-dynamic"}
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    return f"{v:.0f}" if v >= 100 else f"{v:.1f}" if v >= 10 else f"{v:.2f}"
+
+
+def aggregate(res):
+    """{(model, shape, system): {"median", "values", "reasons"}} over rounds."""
+    agg = {}
+    for r in res["runs"]:
+        k = (r["model"], r["shape"], r["system"])
+        e = agg.setdefault(k, {"values": [], "reasons": []})
+        if r.get("ok") and r.get("seq_per_s") is not None:
+            e["values"].append(r["seq_per_s"])
+        else:
+            e["reasons"].append(r.get("reason") or "failed")
+    for e in agg.values():
+        e["median"] = statistics.median(e["values"]) if e["values"] else None
+    return agg
+
+
+def ceilings(res, model, shape, packed=False):
+    """(fp32, int8) roofline ceilings in seq/s for one model and column."""
+    pk = res["peaks"]
+    th = res["settings"]["threads"]
+    m = res["models"][model]
+    if shape == "mix":
+        mix = m.get("mix")
+        if not mix:
+            return None, None
+        gop = (mix["gop_packed"] if packed else mix["gop_padded"]) / mix["sentences"]
+    else:
+        gop = m["gop_per_seq"]
+    return pk["fp32_gflops_per_core"] * th / gop, pk["int8_gops_per_core"] * th / gop
+
+
+def write(res, json_path):
+    base = os.path.splitext(json_path)[0]
+    md_path = base + ".md"
+    agg = aggregate(res)
+    models = list(res["models"])
+    shapes = []
+    for r in res["runs"]:
+        if r["shape"] not in shapes:
+            shapes.append(r["shape"])
+    shapes.sort(key=lambda s: (s == "mix", int(s) if s != "mix" else 0))
+    present = {r["system"] for r in res["runs"]}
+    rows = [row for row in ROWS if row[0] in present]
+    st = res["settings"]
+    L = []
+    L.append(f"# bert8 and its peers, side by side ({res['tag']})\n")
+    L.append(f"Sequences per second, median over {st['rounds']} round(s), each system in a fresh process per "
+             f"round, {st['threads']} thread(s), sequence length {st['seq']} (columns b=N: batch N of bert8's "
+             f"timing ids). In parentheses: % of the roofline ceiling of the row's precision. "
+             f"The `SST-2 mix` column: the {next(iter(res['models'].values())).get('mix', {}).get('sentences', '?')} "
+             f"SST-2 dev sentences in batches of {st['mix_batch']}, each batch padded to its longest "
+             f"(bert8: padding-free packed batches, padded batches in brackets).\n")
+    notes = []
+
+    def note(text):
+        if text not in notes:
+            notes.append(text)
+        return notes.index(text) + 1
+
+    for model in models:
+        m = res["models"][model]
+        spec = m["spec"]
+        L.append(f"\n## {model} ({spec['layers']} layers, hidden {spec['hidden']}, vocab {spec['vocab']}; "
+                 f"{m['gop_per_seq']:.2f} GOP per sequence of {st['seq']})\n")
+        head = ["system"] + [("SST-2 mix" if s == "mix" else f"b={s}") for s in shapes]
+        L.append("| " + " | ".join(head) + " |")
+        L.append("|" + "---|" * len(head))
+        for key, label, prec in rows:
+            cells = [label]
+            for s in shapes:
+                e = agg.get((model, s, key))
+                if e is None:
+                    cells.append("-")
+                    continue
+                if e["median"] is None:
+                    cells.append(f"n/a [{note(f'{key}: ' + e['reasons'][0])}]")
+                    continue
+                cf, cq = ceilings(res, model, s, packed=(s == "mix" and key in BERT8))
+                ceil = cf if prec == "fp32" else cq
+                c = fmt(e["median"]) + (f" ({100 * e['median'] / ceil:.0f}%)" if ceil else "")
+                if e["reasons"]:
+                    c += f" [{note(f'{key}: some rounds failed: ' + e['reasons'][0])}]"
+                if s == "mix" and key in BERT8:
+                    pe = agg.get((model, s, key + "-padded"))
+                    if pe and pe["median"] is not None:
+                        c += f" [padded {fmt(pe['median'])}]"
+                    elif pe:
+                        c += f" [padded n/a {note(f'{key}-padded: ' + pe['reasons'][0])}]"
+                cells.append(c)
+            L.append("| " + " | ".join(cells) + " |")
+        # ratios
+        for b8, prec, label in (("bert8-int8-static", "int8", "bert8 INT8 static / fastest peer INT8"),
+                                ("bert8-int8-dynamic", "int8", "bert8 INT8 dynamic / fastest peer INT8"),
+                                ("bert8-fp32", "fp32", "bert8 FP32 / fastest peer FP32")):
+            if not any((model, s, b8) in agg for s in shapes):
+                continue
+            cells = [f"*{label}*"]
+            for s in shapes:
+                peers = [(agg[(model, s, k)]["median"], k) for k, _, p in rows
+                         if p == prec and k not in BERT8 and (model, s, k) in agg
+                         and agg[(model, s, k)]["median"] is not None]
+                e = agg.get((model, s, b8))
+                if not peers or not e or e["median"] is None:
+                    cells.append("-")
+                    continue
+                best, who = max(peers)
+                c = f"{e['median'] / best:.2f}x vs {who}"
+                if s == "mix":
+                    pe = agg.get((model, s, b8 + "-padded"))
+                    if pe and pe["median"] is not None:
+                        c = f"{e['median'] / best:.2f}x packed, {pe['median'] / best:.2f}x padded, vs {who}"
+                cells.append(c)
+            L.append("| " + " | ".join(cells) + " |")
+        cf_cells, cq_cells = ["*FP32 roofline ceiling*"], ["*INT8 roofline ceiling*"]
+        for s in shapes:
+            cf, cq = ceilings(res, model, s)
+            if s == "mix" and cf:
+                pf, pq = ceilings(res, model, s, packed=True)
+                cf_cells.append(f"{fmt(cf)} padded, {fmt(pf)} packed")
+                cq_cells.append(f"{fmt(cq)} padded, {fmt(pq)} packed")
+            else:
+                cf_cells.append(fmt(cf))
+                cq_cells.append(fmt(cq))
+        L.append("| " + " | ".join(cf_cells) + " |")
+        L.append("| " + " | ".join(cq_cells) + " |")
+        chk = m.get("fp32_check")
+        if chk:
+            if "max_abs_diff" in chk:
+                d = ", ".join(f"{k} {v:.1e}" if isinstance(v, float) else f"{k} {v}"
+                              for k, v in chk["max_abs_diff"].items())
+                L.append(f"\nSame function check (FP32 last_hidden_state vs PyTorch eager, batches "
+                         f"{chk.get('batches')}, |values| up to {chk.get('max_abs_ref', 0):.1f}): max abs diff {d}.")
+            else:
+                L.append(f"\nSame function check failed: {chk.get('error')}")
+        if "mix" in shapes and m.get("mix"):
+            mx = m["mix"]
+            L.append(f"\nSST-2 mix: {mx['sentences']} sentences, mean {mx['mean_length']:.1f} tokens, max "
+                     f"{mx['max_length']}; {mx['gop_padded']:.1f} GOP padded, {mx['gop_packed']:.1f} GOP packed.")
+    if notes:
+        L.append("\n## Not available / failures\n")
+        for i, n in enumerate(notes, 1):
+            L.append(f"{i}. {n}")
+    pk = res["peaks"]
+    L.append("\n## Roofline\n")
+    L.append(f"Peaks per core: FP32 FMA {pk['fp32_gflops_per_core']:g} GFLOP/s, INT8 vpdpbusd "
+             f"{pk['int8_gops_per_core']:g} GOP/s; source: {pk['source']}. Ceiling in seq/s = peak x "
+             f"{st['threads']} thread(s) / GOP per sequence, GOP per sequence = layers x (2 S (4 H^2 + 2 H I) + "
+             f"4 S^2 H) / 1e9 (embeddings, LayerNorm, softmax and GELU not counted).")
+    mc = res["machine"]
+    L.append("\n## Machine, versions, command\n")
+    L.append(f"- CPU: {mc.get('Model name', '?')}, {mc.get('CPU(s)', '?')} CPU(s), "
+             f"{mc.get('Thread(s) per core', '?')} thread(s) per core; flags: "
+             + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in mc.get("flags_of_interest", {}).items()))
+    L.append(f"- load average at start: {mc.get('load_average_at_start')}; {mc.get('platform')}; "
+             f"Python {mc.get('python')}")
+    L.append(f"- repo commit {mc.get('repo_commit', '?')}{' (with local changes)' if mc.get('repo_dirty') else ''}"
+             f"; bert8 binary {mc.get('bert8_binary')}")
+    L.append("- packages: " + ", ".join(f"{k} {v}" for k, v in res["versions"].items()))
+    for fail in res.get("install_failures", []):
+        L.append(f"- not installed: {fail}")
+    L.append(f"- command: `{res['command']}`")
+    L.append(f"- started {res['started']}, finished {res.get('finished', '(incomplete)')}")
+    L.append(f"- timing per process: {st['warmup']} warm-up call(s), then calls until {st['min_iters']} calls and "
+             f"{st['budget']} s; median call time. bert8: its own `bench` loop"
+             f"{' with --iters ' + str(st['bert8_iters']) if st.get('bert8_iters') else ''}.")
+    L.append("\n## How each peer was prepared\n")
+    for model in models:
+        for step, s in res["models"][model]["prepare"].items():
+            if s.get("notes") or not s.get("ok"):
+                L.append(f"- {model} / {step}: " + (s.get("notes") or "") +
+                         ("" if s.get("ok") else f"FAILED: {s.get('reason')}"))
+    with open(md_path, "w") as f:
+        f.write("\n".join(L) + "\n")
+    png = None
+    try:
+        png = plot(res, agg, base + ".png", models, [s for s in shapes if s != "mix"], rows)
+    except Exception as e:  # noqa: BLE001
+        with open(md_path, "a") as f:
+            f.write(f"\n(plot failed: {type(e).__name__}: {e})\n")
+    return md_path, png
+
+
+def plot(res, agg, path, models, batches, rows):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not batches:
+        return None
+    xs = [int(b) for b in batches]
+    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models) + 3.4, 5.2), squeeze=False)
+    cmap = plt.get_cmap("tab20")
+    b8_style = {"bert8-fp32": ("black", "--", "o"), "bert8-int8-static": ("black", "-", "s"),
+                "bert8-int8-dynamic": ("dimgray", "-", "^")}
+    for ax, model in zip(axes[0], models):
+        for i, (key, label, prec) in enumerate(rows):
+            pts = [(x, agg[(model, str(x), key)]["median"]) for x in xs
+                   if (model, str(x), key) in agg and agg[(model, str(x), key)]["median"] is not None]
+            if not pts:
+                continue
+            if key in b8_style:
+                color, ls, mk = b8_style[key]
+                lw, ms = 2.6, 6
+            else:
+                color, ls, mk = cmap(i % 20), ("-" if prec == "int8" else "--"), "o"
+                lw, ms = 1.3, 3.5
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=mk, label=label.replace("**", ""),
+                    color=color, linestyle=ls, linewidth=lw, markersize=ms)
+        cf, cq = ceilings(res, model, batches[0])
+        ax.axhline(cq, color="red", linestyle=":", linewidth=1.5, label="INT8 roofline (vpdpbusd peak)")
+        ax.axhline(cf, color="blue", linestyle=":", linewidth=1.5, label="FP32 roofline (FMA peak)")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xticks(xs)
+        ax.set_xticklabels([str(x) for x in xs])
+        ax.set_xlabel(f"batch (sequence length {res['settings']['seq']})")
+        ax.set_ylabel("sequences / s (median over rounds)")
+        ax.set_title(f"{model}, {res['settings']['threads']} thread(s)")
+        ax.grid(True, which="both", alpha=0.3)
+    h, lab = axes[0][0].get_legend_handles_labels()
+    w = fig.get_size_inches()[0]
+    fig.legend(h, lab, loc="center right", fontsize=7.5, frameon=False)
+    fig.suptitle("FP32 dashed, INT8 solid; dotted: roofline ceilings", fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1 - 3.4 / w, 0.97))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+if __name__ == "__main__":
+    with open(sys.argv[1]) as f:
+        r = json.load(f)
+    print("\n".join(p for p in write(r, sys.argv[1]) if p))
