@@ -200,6 +200,14 @@ static int check_batch(srv_server *s, srv_call *c, int64_t n, const char *what, 
     return 0;
 }
 
+/* TEI's prompt_name prepends a sentence-transformers prompt; bert8 has none to apply. */
+static int no_prompt(const cJSON *o, srv_response *r) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "prompt_name");
+    if (!v || cJSON_IsNull(v)) return 0;
+    srv_error(r, E_VALIDATION, 0, "`prompt_name` is not supported: bert8 applies no sentence-transformers prompts");
+    return -1;
+}
+
 /* inputs: a string or a list of strings (TEI also takes token ids, which bert8 does not). */
 static int get_string_inputs(srv_server *s, srv_call *c, const cJSON *v, const char *what, srv_response *r) {
     if (!v) {
@@ -365,7 +373,7 @@ static void metrics_route(srv_server *s, srv_response *r) {
 
 static void tokenize_route(srv_server *s, srv_call *c, const cJSON *root, srv_response *r) {
     int add_special = 1;
-    if (get_bool(root, "add_special_tokens", &add_special, r, 0) ||
+    if (get_bool(root, "add_special_tokens", &add_special, r, 0) || no_prompt(root, r) ||
         get_string_inputs(s, c, cJSON_GetObjectItemCaseSensitive(root, "inputs"), "inputs", r))
         return;
     bert8_encode_params ep = bert8_default_encode_params();
@@ -533,7 +541,7 @@ static int embed_parse(srv_server *s, srv_call *c, const cJSON *root, srv_respon
             get_string_inputs(s, c, cJSON_GetObjectItemCaseSensitive(root, "input"), "input", r))
             return -1;
     } else {
-        if (get_bool(root, "truncate", &truncate, r, 0) || get_side(root, &side, r)) return -1;
+        if (get_bool(root, "truncate", &truncate, r, 0) || get_side(root, &side, r) || no_prompt(root, r)) return -1;
         if (c->route == R_EMBED && (get_bool(root, "normalize", &normalize, r, 0) ||
                                     get_dimensions(root, s->info->dim, &dims, r, 0)))
             return -1;
@@ -554,7 +562,8 @@ static int similarity_parse(srv_server *s, srv_call *c, const cJSON *root, srv_r
     int truncate = s->cfg.auto_truncate;
     bert8_side side = BERT8_SIDE_RIGHT;
     if (params && !cJSON_IsNull(params) &&
-        (!cJSON_IsObject(params) || get_bool(params, "truncate", &truncate, r, 0) || get_side(params, &side, r))) {
+        (!cJSON_IsObject(params) || get_bool(params, "truncate", &truncate, r, 0) || get_side(params, &side, r) ||
+         no_prompt(params, r))) {
         if (!r->body) srv_error(r, E_VALIDATION, 0, "`parameters` must be an object");
         return -1;
     }

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Load test of `bert8 serve` with wrk: /embed and /predict, FP32 and INT8, each for a bounded
 # time, on 127.0.0.1 only. Prints one Markdown table row per configuration: requests/s, p50/p99
-# latency, errors (non-2xx + socket errors) and the server's RSS after each of two back-to-back
-# runs (it must not grow) and its peak.
-#   tests/server/load/run.sh [BERT8_BIN]      env: DURATION=20 CONNECTIONS=32 WRK_THREADS=1 THREADS=2
+# latency (of the last run), errors (non-2xx + socket errors, over all runs; must be 0) and the
+# server's RSS after each of RUNS back-to-back runs (it must level off) and its peak.
+#   tests/server/load/run.sh [BERT8_BIN]
+#   env: DURATION=20 (s per run) RUNS=2 CONNECTIONS=32 WRK_THREADS=1 THREADS=2 (server --threads)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
 bin="${1:-$root/build/bert8}"
 shared="${BERT8_SHARED_DIR:-$root/../shared}"
-D="${DURATION:-20}"; C="${CONNECTIONS:-32}"; WT="${WRK_THREADS:-1}"; T="${THREADS:-2}"
+D="${DURATION:-20}"; C="${CONNECTIONS:-32}"; WT="${WRK_THREADS:-1}"; T="${THREADS:-2}"; RUNS="${RUNS:-2}"
 command -v wrk >/dev/null || { echo "wrk is missing: bash scripts/server-test-deps.sh" >&2; exit 1; }
 work="$(mktemp -d)"
 pid=""
@@ -41,7 +42,7 @@ PY
 rss() { awk -v k="$2:" '$1 == k { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
 port=18231
 total_errs=0
-echo "| route | model | requests/s | p50 | p99 | errors | RSS after run 1 / run 2 (MiB) | peak RSS (MiB) |"
+echo "| route | model | requests/s | p50 | p99 | errors | RSS after each run (MiB) | peak RSS (MiB) |"
 echo "|---|---|---|---|---|---|---|---|"
 for route in /embed /predict; do
   for dtype in fp32 int8; do
@@ -52,17 +53,20 @@ for route in /embed /predict; do
     for _ in $(seq 200); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.05; done
     url="http://127.0.0.1:$port"
     wrk -t"$WT" -c"$C" -d3s -s "$here/post.lua" "$url" -- "$route" "$work/bodies.jsonl" >/dev/null  # warm-up
-    r1="$(wrk -t"$WT" -c"$C" -d"${D}s" --latency -s "$here/post.lua" "$url" -- "$route" "$work/bodies.jsonl")"
-    rss1=$(rss "$pid" VmRSS)
-    r2="$(wrk -t"$WT" -c"$C" -d"${D}s" --latency -s "$here/post.lua" "$url" -- "$route" "$work/bodies.jsonl")"
-    rss2=$(rss "$pid" VmRSS); peak=$(rss "$pid" VmHWM)
-    [ -n "${VERBOSE:-}" ] && printf '%s\n%s\n' "$r1" "$r2" >&2
-    rps=$(awk '/Requests\/sec/ { print $2 }' <<<"$r2")
-    p50=$(awk '$1 == "50%" { print $2 }' <<<"$r2"); p99=$(awk '$1 == "99%" { print $2 }' <<<"$r2")
-    errs=$(cat <<<"$r1$r2" | awk '/Non-2xx/ { n += $NF } /Socket errors/ { gsub(",", ""); n += $4 + $6 + $8 + $10 } END { print n + 0 }')
+    all=""; rsses=""
+    for run in $(seq "$RUNS"); do
+      out="$(wrk -t"$WT" -c"$C" -d"${D}s" --latency -s "$here/post.lua" "$url" -- "$route" "$work/bodies.jsonl")"
+      all="$all$out"$'\n'
+      rsses="$rsses${rsses:+ / }$(rss "$pid" VmRSS)"
+    done
+    peak=$(rss "$pid" VmHWM)
+    [ -n "${VERBOSE:-}" ] && printf '%s\n' "$all" >&2
+    rps=$(awk '/Requests\/sec/ { print $2 }' <<<"$out")
+    p50=$(awk '$1 == "50%" { print $2 }' <<<"$out"); p99=$(awk '$1 == "99%" { print $2 }' <<<"$out")
+    errs=$(awk '/Non-2xx/ { n += $NF } /Socket errors/ { gsub(",", ""); n += $4 + $6 + $8 + $10 } END { print n + 0 }' <<<"$all")
     kill -TERM "$pid"; wait "$pid"; rc=$?; pid=""
     [ "$rc" = 0 ] || { echo "server exited $rc" >&2; exit 1; }
-    echo "| $route | $dtype | $rps | $p50 | $p99 | $errs | $rss1 / $rss2 | $peak |"
+    echo "| $route | $dtype | $rps | $p50 | $p99 | $errs | $rsses | $peak |"
     total_errs=$((total_errs + errs))
   done
 done
