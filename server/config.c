@@ -178,6 +178,7 @@ int srv_config_parse(srv_config *c, int argc, char **argv) {
     }
     if (!c->served_model_name) c->served_model_name = c->model_id;
     if (c->api_key && !*c->api_key) c->api_key = NULL;
+    if (c->threads <= 0) c->threads = bert8_physical_cores(); /* as the CLI: one thread per physical core */
     if (c->tokenization_workers <= 0) {
         int n = bert8_physical_cores();
         c->tokenization_workers = n < 2 ? 2 : n;

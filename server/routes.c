@@ -355,7 +355,7 @@ static void info_route(srv_server *s, srv_response *r) {
               ",\"max_client_batch_size\":%lld,\"auto_truncate\":%s,\"tokenization_workers\":%d,"
               "\"threads\":%d,\"version\":\"%s\",\"sha\":null,\"docker_label\":null}",
               (long long)s->cfg.max_client_batch_size, s->cfg.auto_truncate ? "true" : "false",
-              s->cfg.tokenization_workers, s->cfg.threads > 0 ? s->cfg.threads : bert8_physical_cores(),
+              s->cfg.tokenization_workers, s->cfg.threads,
               bert8_version());
     json_response(r, &b);
 }
