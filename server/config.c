@@ -19,23 +19,34 @@ typedef struct opt {
 
 #define OFF(f) offsetof(srv_config, f)
 static const opt OPTS[] = {
-    {"--model-id", "MODEL_ID", O_STR, OFF(model_id), 0, 0, "DIR      model folder (FP32 or INT8); also the first positional argument"},
-    {"--served-model-name", "SERVED_MODEL_NAME", O_STR, OFF(served_model_name), 0, 0, "NAME   name in /info and /v1/embeddings (default: --model-id)"},
+    {"--model-id", "MODEL_ID", O_STR, OFF(model_id), 0, 0,
+     "DIR      model folder (FP32 or INT8); also the first positional argument"},
+    {"--served-model-name", "SERVED_MODEL_NAME", O_STR, OFF(served_model_name), 0, 0,
+     "NAME   name in /info and /v1/embeddings (default: --model-id)"},
     {"--hostname", "HOSTNAME", O_STR, OFF(hostname), 0, 0, "ADDR      address to listen on (0.0.0.0)"},
     {"--port", "PORT", O_INT, OFF(port), 0, 65535, "N             port (3000)"},
-    {"--max-batch-tokens", "MAX_BATCH_TOKENS", O_INT, OFF(max_batch_tokens), 1, INT32_MAX, "N  real tokens per forward pass (16384)"},
-    {"--max-batch-requests", "MAX_BATCH_REQUESTS", O_INT, OFF(max_batch_requests), 1, INT32_MAX, "N  inputs per forward pass (no limit)"},
-    {"--max-client-batch-size", "MAX_CLIENT_BATCH_SIZE", O_INT, OFF(max_client_batch_size), 1, INT32_MAX, "N  inputs per request (32)"},
-    {"--max-concurrent-requests", "MAX_CONCURRENT_REQUESTS", O_INT, OFF(max_concurrent_requests), 1, INT32_MAX, "N  inputs in flight before 429 (512)"},
-    {"--payload-limit", "PAYLOAD_LIMIT", O_INT, OFF(payload_limit), 1, INT32_MAX, "BYTES  request body limit before 413 (2000000)"},
-    {"--auto-truncate", "AUTO_TRUNCATE", O_BOOL, OFF(auto_truncate), 0, 0, "[true|false]  truncate long inputs unless a request says otherwise (true)"},
-    {"--pooling", "POOLING", O_POOLING, OFF(pooling), 0, 0, "cls|mean|max  embedding pooling (the folder's 1_Pooling, else mean)"},
-    {"--api-key", "API_KEY", O_STR, OFF(api_key), 0, 0, "KEY        require Authorization: Bearer KEY (not on /health, /metrics)"},
-    {"--tokenization-workers", "TOKENIZATION_WORKERS", O_INT, OFF(tokenization_workers), 1, 256, "N  HTTP worker threads (physical cores, at least 2)"},
+    {"--max-batch-tokens", "MAX_BATCH_TOKENS", O_INT, OFF(max_batch_tokens), 1, INT32_MAX,
+     "N  real tokens per forward pass (16384)"},
+    {"--max-batch-requests", "MAX_BATCH_REQUESTS", O_INT, OFF(max_batch_requests), 1, INT32_MAX,
+     "N  inputs per forward pass (no limit)"},
+    {"--max-client-batch-size", "MAX_CLIENT_BATCH_SIZE", O_INT, OFF(max_client_batch_size), 1, INT32_MAX,
+     "N  inputs per request (32)"},
+    {"--max-concurrent-requests", "MAX_CONCURRENT_REQUESTS", O_INT, OFF(max_concurrent_requests), 1, INT32_MAX,
+     "N  inputs in flight before 429 (512)"},
+    {"--payload-limit", "PAYLOAD_LIMIT", O_INT, OFF(payload_limit), 1, INT32_MAX,
+     "BYTES  request body limit before 413 (2000000)"},
+    {"--auto-truncate", "AUTO_TRUNCATE", O_BOOL, OFF(auto_truncate), 0, 0,
+     "[true|false]  truncate long inputs unless a request says otherwise (true)"},
+    {"--pooling", "POOLING", O_POOLING, OFF(pooling), 0, 0,
+     "cls|mean|max  embedding pooling (the folder's 1_Pooling, else mean)"},
+    {"--api-key", "API_KEY", O_STR, OFF(api_key), 0, 0,
+     "KEY        require Authorization: Bearer KEY (not on /health, /metrics)"},
+    {"--tokenization-workers", "TOKENIZATION_WORKERS", O_INT, OFF(tokenization_workers), 1, 256,
+     "N  HTTP worker threads (physical cores, at least 2)"},
     {"--threads", "BERT8_THREADS", O_INT, OFF(threads), 0, 4096, "N          threads of the forward pass (physical cores)"},
     {"--connection-timeout", "BERT8_CONNECTION_TIMEOUT", O_INT, OFF(connection_timeout), 1, 86400, "S  idle connections close after S seconds (30)"},
     {"--request-timeout", "BERT8_REQUEST_TIMEOUT", O_INT, OFF(request_timeout), 1, 86400, "S  a request body must arrive within S seconds (60)"},
-    {"--quiet", NULL, O_FLAG, OFF(quiet), 0, 0, "               no start-up and shutdown lines on stderr"},
+    {"--quiet", NULL, O_FLAG, OFF(quiet), 0, 0, "  no start-up and shutdown lines on stderr"},
 };
 #define N_OPTS (sizeof OPTS / sizeof *OPTS)
 
@@ -43,9 +54,16 @@ void srv_config_usage(FILE *f) {
     fprintf(f, "usage: bert8 serve [MODEL_DIR] [options]\n"
                "An HTTP server with text-embeddings-inference's API (/embed, /predict, /rerank, /v1/embeddings, ...).\n"
                "Each option may also come from the environment variable in brackets.\n");
-    for (size_t i = 0; i < N_OPTS; i++)
-        fprintf(f, "  %s %s%s%s%s\n", OPTS[i].flag, OPTS[i].help, OPTS[i].env ? " [" : "", OPTS[i].env ? OPTS[i].env : "",
+    for (size_t i = 0; i < N_OPTS; i++) {
+        /* help is "ARG  description": the argument, blanks, then what it does */
+        const char *h = OPTS[i].help, *sp = strstr(h, "  ");
+        const char *desc = sp ? sp : h;
+        while (*desc == ' ') desc++;
+        char lhs[96];
+        snprintf(lhs, sizeof lhs, "%s%s%.*s", OPTS[i].flag, sp && sp > h ? " " : "", sp ? (int)(sp - h) : 0, h);
+        fprintf(f, "  %-30s %s%s%s%s\n", lhs, desc, OPTS[i].env ? " [" : "", OPTS[i].env ? OPTS[i].env : "",
                 OPTS[i].env ? "]" : "");
+    }
     fprintf(f, "  TASK=sentence-similarity in the environment makes POST / answer as /similarity.\n");
 }
 
@@ -77,8 +95,7 @@ static int set(srv_config *c, const opt *o, const char *v, const char *from) {
         else if (!strcmp(v, "mean")) *p = BERT8_POOLING_MEAN;
         else if (!strcmp(v, "max")) *p = BERT8_POOLING_MAX;
         else {
-            fprintf(stderr, "bert8 serve: %s: pooling \"%s\" is not supported (cls, mean or max%s)\n", from, v,
-                    !strcmp(v, "splade") || !strcmp(v, "last-token") ? "; bert8 has no " : "");
+            fprintf(stderr, "bert8 serve: %s: pooling \"%s\" is not supported (cls, mean or max)\n", from, v);
             return 2;
         }
         return 0;
