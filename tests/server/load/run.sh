@@ -52,10 +52,10 @@ for route in /embed /predict; do
     pid=$!
     for _ in $(seq 200); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.05; done
     url="http://127.0.0.1:$port"
-    wrk -t"$WT" -c"$C" -d3s -s "$here/post.lua" "$url" -- "$route" "$work/bodies.jsonl" >/dev/null  # warm-up
+    wrk -t"$WT" -c"$C" --timeout 10s -d3s -s "$here/post.lua" "$url" -- "$route" "$work/bodies.jsonl" >/dev/null  # warm-up
     all=""; rsses=""
     for run in $(seq "$RUNS"); do
-      out="$(wrk -t"$WT" -c"$C" -d"${D}s" --latency -s "$here/post.lua" "$url" -- "$route" "$work/bodies.jsonl")"
+      out="$(wrk -t"$WT" -c"$C" --timeout 10s -d"${D}s" --latency -s "$here/post.lua" "$url" -- "$route" "$work/bodies.jsonl")"
       all="$all$out"$'\n'
       rsses="$rsses${rsses:+ / }$(rss "$pid" VmRSS)"
     done
