@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages bert8 builds and tests with (needs root or sudo).
 set -euo pipefail
-PKGS="build-essential cmake pkg-config libcjson-dev libdnnl-dev libutf8proc-dev libprotobuf-c-dev protobuf-c-compiler"
+PKGS="build-essential cmake pkg-config libcjson-dev libdnnl-dev libutf8proc-dev libprotobuf-c-dev protobuf-c-compiler libmicrohttpd-dev"
 missing=""
 for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

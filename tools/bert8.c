@@ -13,6 +13,7 @@ int cmd_ner(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 typedef struct command {
     const char *name;
@@ -36,6 +37,8 @@ static const command COMMANDS[] = {
     {"bench", cmd_bench,
      "bench MODEL_DIR [--batch B] [--seq S] [--threads T] [--scheme static|dynamic] [--attention fp32|int8] "
      "[--calib FILE] [--lengths FILE] [--roofline [--plot FILE.svg|png]] [--json]"},
+    {"serve", cmd_serve,
+     "serve MODEL_DIR [--port N] [--hostname H] [options]   HTTP server with TEI's API (serve --help)"},
 };
 
 static void usage(FILE *f) {
