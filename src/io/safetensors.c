@@ -1170,3 +1170,20 @@ done:
     free(w);
     return s;
 }
+
+/* ---- Resident memory ------------------------------------------------------------------------ */
+
+void b8_st_release(const b8_st *st, const b8_st_tensor *t) {
+    if (!st || !t || !t->nbytes) return;
+    const uint8_t *p = t->data;
+    for (size_t i = 0; i < st->nfiles; i++) {
+        const st_file *f = &st->files[i];
+        const uint8_t *base = (const uint8_t *)f->base;
+        if (!f->mapped || p < base || p + t->nbytes > base + f->size) continue;
+        /* whole pages inside the tensor only: a neighbour may still be in use */
+        const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+        uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + t->nbytes) & ~(page - 1);
+        if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+        return;
+    }
+}

@@ -82,6 +82,11 @@ size_t b8_st_metadata_count(const b8_st *st);
 /* Key and value of entry i (in file order); false when i is out of range. */
 bool b8_st_metadata_at(const b8_st *st, size_t i, const char **key, const char **value);
 
+/* Drops the resident pages of a mapped tensor the caller has copied (packed weights): the
+ * mapping stays valid and reading it again faults the pages back in from the file. A no-op for
+ * memory images. */
+void b8_st_release(const b8_st *st, const b8_st_tensor *t);
+
 /* Converts a float tensor (F32/F16/BF16/F64) to a freshly allocated, 64-byte aligned F32 array
  * (free with b8_free_aligned), checking that it has exactly `count` elements. */
 bert8_status b8_st_to_f32(const b8_st_tensor *t, size_t count, float **out, b8_err *e);

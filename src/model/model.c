@@ -163,6 +163,7 @@ static bert8_status load_qlinear(loader *L, const char *base, int64_t n, int64_t
     if (!q) return b8_fail(L->e, BERT8_ERR_NOMEM, "out of memory");
     q->mode = mode;
     memcpy(q->wq, t->data, (size_t)(n * k));
+    b8_st_release(m->st, t); /* copied: the mapped pages need not stay resident */
     const float *bias = NULL;
     int64_t bs[1] = {n};
     bert8_status st;
@@ -256,6 +257,12 @@ static bert8_status load_group(loader *L, int64_t l, b8_group g) {
         if (owned) {
             b8_free_aligned((void *)w);
             b8_free_aligned((void *)b);
+        }
+        /* packed: the mapped weights need not stay resident (they fault back in if read) */
+        for (int i = 0; i < d->n_parts; i++) {
+            char name[1024];
+            snprintf(name, sizeof name, "%s.weight", names[i]);
+            b8_st_release(m->st, find_tensor(m, name, false));
         }
         return st ? b8_wrap(L->e, "%s: packing \"%s\"", m->dir, names[0]) : BERT8_OK;
     }

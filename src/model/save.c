@@ -11,11 +11,14 @@
 
 #include "model/model.h"
 
-/* The tensors to write: names always owned, data borrowed from the model or the mapping. */
+/* The tensors to write: names always owned, data borrowed from the model or the mapping, or
+ * owned (weights unpacked from the kernels' layout) when listed in keep. */
 typedef struct wlist {
     b8_st_write_item *it;
     size_t n, cap;
     bool oom;
+    void **keep;
+    size_t n_keep;
 } wlist;
 
 static void wl_add(wlist *w, const char *name, b8_dtype dt, int ndim, const int64_t *shape, const void *data) {
@@ -46,16 +49,18 @@ static void wl_add(wlist *w, const char *name, b8_dtype dt, int ndim, const int6
 
 static void wl_free(wlist *w) {
     for (size_t i = 0; i < w->n; i++) free((void *)w->it[i].name);
+    for (size_t i = 0; i < w->n_keep; i++) b8_free_aligned(w->keep[i]);
     free(w->it);
+    free(w->keep);
     memset(w, 0, sizeof *w);
 }
 
-/* rows [r0, r0+n) of an INT8 Linear written under base */
-static void wl_qlinear(wlist *w, const char *base, const b8_qlinear *q, int64_t r0, int64_t n) {
+/* rows [r0, r0+n) of an INT8 Linear written under base; wq: its int8 weights [q->n][q->k] */
+static void wl_qlinear(wlist *w, const char *base, const b8_qlinear *q, const int8_t *wq, int64_t r0, int64_t n) {
     char name[512];
     int64_t s2[2] = {n, q->k}, sn[1] = {n}, sk[1] = {q->k}, s1[1] = {1};
     snprintf(name, sizeof name, "%s.weight", base);
-    wl_add(w, name, B8_I8, 2, s2, q->wq + r0 * q->k);
+    wl_add(w, name, B8_I8, 2, s2, wq + r0 * q->k);
     snprintf(name, sizeof name, "%s.bias", base);
     wl_add(w, name, B8_F32, 1, sn, q->bias + r0);
     snprintf(name, sizeof name, "%s.%s", base, B8_QT_WEIGHT_SCALE);
@@ -139,9 +144,19 @@ bert8_status bert8_model_save(const bert8_model *m, const char *out_dir, char *e
             qg->alpha = q ? q->alpha : -1.0f;
             if (!q) continue;
             const int64_t pn = q->n / d->n_parts;
+            int8_t *wq = b8_malloc_aligned((size_t)(q->n * q->k));
+            void **nk = wq ? realloc(w.keep, (w.n_keep + 1) * sizeof *nk) : NULL;
+            if (!nk) {
+                b8_free_aligned(wq);
+                st = b8_fail(&e, BERT8_ERR_NOMEM, "out of memory");
+                goto done;
+            }
+            w.keep = nk;
+            w.keep[w.n_keep++] = wq;
+            if ((st = b8_qlinear_weights(q, wq, &e))) goto done;
             for (int i = 0; i < d->n_parts; i++) {
                 b8_model_part_name(m, l, d->parts[i], bases[nb], sizeof bases[nb]);
-                wl_qlinear(&w, bases[nb], q, i * pn, pn);
+                wl_qlinear(&w, bases[nb], q, wq, i * pn, pn);
                 if (g == B8_GROUP_QKV && ly->att) {
                     char name[300];
                     static const int64_t s1[1] = {1};

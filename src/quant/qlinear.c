@@ -163,7 +163,25 @@ bert8_status b8_qlinear_prepare(b8_qlinear *q, const float *ln_g, const float *l
         }
     }
     if (q->packed) return BERT8_OK;
-    return b8_qweight_pack(q->wq, q->n, q->k, q->w_scale, NULL, &q->packed, e);
+    bert8_status st = b8_qweight_pack(q->wq, q->n, q->k, q->w_scale, NULL, &q->packed, e);
+    if (st) return st;
+    /* one copy of the weights: the packed layout gives them back (save, re-quantization) */
+    int8_t *check = b8_malloc_aligned((size_t)(q->n * q->k));
+    if (check && b8_qweight_unpack(q->packed, check, NULL) == BERT8_OK && !memcmp(check, q->wq, (size_t)(q->n * q->k))) {
+        b8_free_aligned(q->wq);
+        q->wq = NULL;
+    }
+    b8_free_aligned(check);
+    return BERT8_OK;
+}
+
+bert8_status b8_qlinear_weights(const b8_qlinear *q, int8_t *dst, b8_err *e) {
+    if (q->wq) {
+        memcpy(dst, q->wq, (size_t)(q->n * q->k));
+        return BERT8_OK;
+    }
+    if (!q->packed) return b8_fail(e, BERT8_ERR_INTERNAL, "an INT8 Linear has neither weights nor packed weights");
+    return b8_qweight_unpack(q->packed, dst, e);
 }
 
 bert8_status b8_qattn_make(float sq, float sk, float sv, int64_t H, b8_qattn **out, b8_err *e) {

@@ -17,7 +17,7 @@
 typedef struct b8_qlinear {
     int64_t n, k;
     b8_qmode mode;    /* B8_QMODE_STATIC or B8_QMODE_DYNAMIC */
-    int8_t *wq;       /* [n][k] */
+    int8_t *wq;       /* [n][k]; NULL once packed into a layout that can be read back */
     float *w_scale;   /* [n] */
     float *bias;      /* [n] */
     float *smooth;    /* [k]: the input is divided by it */
@@ -58,7 +58,11 @@ bert8_status b8_qlinear_stack(b8_qlinear *const *parts, int count, const char *w
                               b8_err *e);
 
 /* Derives in_mul, folds it into the LayerNorm (g, b: [k], or NULL) that feeds a static Linear,
- * and packs the weights for the GEMM kernel. Idempotent. */
+ * and packs the weights for the GEMM kernel (dropping wq when the packed form can give it back:
+ * a model keeps one copy of its weights). Idempotent. */
 bert8_status b8_qlinear_prepare(b8_qlinear *q, const float *ln_g, const float *ln_b, b8_err *e);
+
+/* The int8 weights [n][k] into dst (from wq, or unpacked from the kernel's layout). */
+bert8_status b8_qlinear_weights(const b8_qlinear *q, int8_t *dst, b8_err *e);
 
 #endif

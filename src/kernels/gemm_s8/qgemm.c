@@ -226,6 +226,24 @@ void b8_qweight_free(b8_qweight *w) {
     free(w);
 }
 
+bert8_status b8_qweight_unpack(const b8_qweight *w, int8_t *dst, b8_err *e) {
+    if (!w || !dst) return b8_fail(e, BERT8_ERR_INVALID_ARG, "qweight_unpack: NULL argument");
+    const b8_qblis *b = w->kernel->blis;
+    if (b) {
+        const int64_t nr = b->nr, kq = b->kq;
+        for (int64_t n = 0; n < w->N; n++) {
+            const int8_t *panel = w->packed + (n / nr) * w->Kp * nr;
+            for (int64_t k = 0; k < w->K; k++) dst[n * w->K + k] = panel[((k / kq) * nr + n % nr) * kq + k % kq];
+        }
+        return BERT8_OK;
+    }
+    if (w->kernel->prepare == b8_qgemm_oracle_prepare) {
+        memcpy(dst, w->packed, (size_t)(w->N * w->K));
+        return BERT8_OK;
+    }
+    return b8_fail(e, BERT8_ERR_UNSUPPORTED, "the %s kernel's weight layout cannot be read back", w->kernel->name);
+}
+
 const char *b8_qweight_kernel_name(const b8_qweight *w) { return w ? w->kernel->name : NULL; }
 int64_t b8_qweight_n(const b8_qweight *w) { return w ? w->N : 0; }
 int64_t b8_qweight_k(const b8_qweight *w) { return w ? w->K : 0; }

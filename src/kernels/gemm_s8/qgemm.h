@@ -50,6 +50,9 @@ typedef struct b8_qepilogue {
 bert8_status b8_qweight_pack(const int8_t *w, int64_t N, int64_t K, const float *w_scale,
                              const char *force_kernel, b8_qweight **out, b8_err *e);
 void b8_qweight_free(b8_qweight *w); /* NULL is a no-op */
+/* The int8 weights [N][K] back out of the packed layout (so the caller need not keep a copy);
+ * BERT8_ERR_UNSUPPORTED for a backend whose layout is opaque (oneDNN). */
+bert8_status b8_qweight_unpack(const b8_qweight *w, int8_t *dst, b8_err *e);
 const char *b8_qweight_kernel_name(const b8_qweight *w);
 int64_t b8_qweight_n(const b8_qweight *w);
 int64_t b8_qweight_k(const b8_qweight *w);
