@@ -801,6 +801,24 @@ static void char_offsets(const bert8_encoding *e, const texts *a, const texts *b
             cur_b[sid] = s;
             cur_c[sid] = cs;
         }
+        /* A SentencePiece token that is only the word-boundary mark U+2581 covers blanks (or, at
+         * the start, nothing). The fast tokenizers report the first character after those blanks
+         * instead; so does offset_mapping (byte offsets keep what the token covers). */
+        for (int64_t t = 0; t < e->seq; t++) {
+            const int64_t k = r * e->seq + t;
+            const int32_t sid = e->sequence_ids[k];
+            const texts *x = sid == 0 ? a : sid == 1 ? b : NULL;
+            if (!x || !x->t[in].data) continue;
+            const char *u = x->t[in].data;
+            const int64_t s = e->offsets[2 * k], en = e->offsets[2 * k + 1], len = (int64_t)x->t[in].len;
+            int64_t i = s;
+            while (i < en && (u[i] == ' ' || u[i] == '\t' || u[i] == '\n' || u[i] == '\r')) i++;
+            if (i < en) continue; /* not blank */
+            while (i < len && (u[i] == ' ' || u[i] == '\t' || u[i] == '\n' || u[i] == '\r')) i++;
+            if (i >= len) continue;
+            out[2 * k] = out[2 * k + 1] + (i - en); /* only ASCII blanks were skipped */
+            out[2 * k + 1] = out[2 * k] + 1;
+        }
     }
 }
 
