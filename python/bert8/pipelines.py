@@ -255,7 +255,7 @@ class Pipeline:
         return out[0] if isinstance(texts, str) else out
 
     def __repr__(self) -> str:
-        return f"bert8.Pipeline({self.path!r}, task={self.task!r})"
+        return f"bert8.Pipeline({getattr(self, 'path', '?')!r}, task={getattr(self, 'task', None)!r})"
 
 
 @functools.lru_cache(maxsize=8)
