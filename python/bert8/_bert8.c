@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define ERR_LEN 1024
 #define POOL_MAX_IDLE 16
@@ -263,6 +264,7 @@ typedef struct {
     int threads; /* pool size each call asks for (bert8_set_threads is per calling thread) */
     bert8_session **idle;
     Py_ssize_t n_idle;
+    double last_forward_seconds; /* wall time inside bert8_forward* of the latest call */
 } Model;
 
 static PyTypeObject ModelType;
@@ -450,6 +452,12 @@ static int copy_outputs(const bert8_outputs *o, void **copies) {
     return 0;
 }
 
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* Runs one forward call (padded when packed is NULL) and returns the outputs dict. */
 static PyObject *model_run(Model *m, const bert8_batch *batch, const bert8_packed_batch *packed, int copy) {
     bert8_session *s = model_acquire(m);
@@ -459,11 +467,15 @@ static PyObject *model_run(Model *m, const bert8_batch *batch, const bert8_packe
     void *copies[5] = {NULL, NULL, NULL, NULL, NULL};
     int copy_failed = 0;
     int threads = m->threads;
+    double t0 = 0, t1 = 0;
     Py_BEGIN_ALLOW_THREADS
     bert8_set_threads(threads);
+    t0 = now_seconds();
     st = packed ? bert8_forward_packed(s, packed, &out) : bert8_forward(s, batch, &out);
+    t1 = now_seconds();
     if (st == BERT8_OK && copy) copy_failed = copy_outputs(&out, copies);
     Py_END_ALLOW_THREADS
+    m->last_forward_seconds = t1 - t0;
     if (st != BERT8_OK) {
         raise_status(st, bert8_session_last_error(s));
         model_release(m, s);
@@ -686,7 +698,14 @@ static PyMethodDef model_methods[] = {
     {"set_threads", (PyCFunction)model_set_threads, METH_O, "set_threads(n): OpenMP threads per call (0: cores)."},
     {NULL, NULL, 0, NULL}};
 
+static PyObject *model_last_forward_seconds(Model *m, void *closure) {
+    (void)closure;
+    return PyFloat_FromDouble(m->last_forward_seconds);
+}
+
 static PyGetSetDef model_getset[] = {
+    {"last_forward_seconds", (getter)model_last_forward_seconds, NULL,
+     "wall time inside bert8_forward of the latest call on this model (for overhead measurements)", NULL},
     {"threads", (getter)model_get_threads, NULL, "OpenMP threads each call runs on", NULL},
     {"idle_sessions", (getter)model_idle_sessions, NULL, "sessions waiting in the pool", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
