@@ -1,0 +1,43 @@
+"""bert8.quantize: the INT8 folder the binding writes equals the CLI's for the same calibration
+text, loads, and keeps the FP32 model's predictions."""
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+
+import bert8
+from conftest import CLI, MODELS, SENTENCES, SHARED, require
+
+SST2 = MODELS / "sst2-bert-mini"
+CALIB = SHARED / "data" / "glue" / "SST-2.train10.tsv"
+
+
+def test_quantize_equals_the_cli(tmp_path):
+    require(SST2), require(CALIB), require(CLI)
+    q = bert8.quantize(SST2, tmp_path / "py", calib=CALIB, samples=64, progress=False)
+    assert q.info.quantized and q.info.scheme == "static"
+    subprocess.run([str(CLI), "quantize", str(SST2), "-o", str(tmp_path / "cli"), "--calib", str(CALIB),
+                    "--samples", "64", "--quiet"], check=True, capture_output=True)
+    a = bert8.Pipeline(tmp_path / "py").scores(SENTENCES)
+    b = bert8.Pipeline(tmp_path / "cli").scores(SENTENCES)
+    np.testing.assert_array_equal(a, b)
+    assert (tmp_path / "py" / "model.safetensors").read_bytes() == (tmp_path / "cli" / "model.safetensors").read_bytes()
+
+
+def test_quantize_from_a_list_keeps_predictions(tmp_path):
+    texts = [line.split("\t")[0] for line in require(CALIB).read_text().splitlines()[1:129]]
+    fp32 = bert8.Pipeline(SST2).scores(SENTENCES)
+    for scheme, alpha in (("static", 0.5), ("dynamic", None), ("static", "auto")):
+        out = tmp_path / f"{scheme}-{alpha}"
+        q = bert8.quantize(SST2, out, calib=texts, scheme=scheme, alpha=alpha, samples=64, progress=False,
+                           keep_fp32=["classifier*"])
+        assert q.info.scheme == scheme
+        int8 = bert8.Pipeline(out).scores(SENTENCES)
+        assert (int8.argmax(1) == fp32.argmax(1)).mean() >= 0.8
+        assert np.abs(int8 - fp32).max() < 0.2
+    with pytest.raises(ValueError):
+        bert8.quantize(SST2, tmp_path / "x", calib=texts, alpha=2.0)
+    with pytest.raises(ValueError):
+        bert8.quantize(SST2, tmp_path / "x", calib=[])
