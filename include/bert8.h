@@ -120,7 +120,9 @@ const char *bert8_model_label(const bert8_model *model, int64_t i);
 
 /* ---- Threads ---------------------------------------------------------------------- */
 
-/* Sets the size of the process-wide pool; n <= 0 selects the number of physical cores. */
+/* Sets the number of threads every later call uses, from whichever thread it is made (each
+ * calling thread gets an OpenMP team of this size); n <= 0 selects the number of physical
+ * cores. Until it is called, OpenMP's own default applies (OMP_NUM_THREADS). */
 void bert8_set_threads(int n);
 int bert8_get_threads(void);
 int bert8_physical_cores(void);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/threads.h"
 #include "kernels/attention/attention.h"
 #include "kernels/quantize/quantize.h"
 #include "kernels/rowops/rowops.h"
@@ -522,6 +523,7 @@ static bert8_status forward(bert8_session *s, const input *bt, bert8_outputs *ou
 static bool begin(bert8_session *s, bert8_outputs *out) {
     if (out) memset(out, 0, sizeof *out);
     if (!s) return false;
+    b8_threads_apply();
     b8_err_clear(&s->err);
     memset(&s->out, 0, sizeof s->out);
     return true;
