@@ -225,6 +225,8 @@ typedef struct bert8_quant_params {
     int int8_attention;     /* 1: the attention products (Q K^T, P V) run in INT8 too, with
                                calibrated per-tensor scales of Q, K and V (layers whose Q/K/V
                                product stays FP32 keep FP32 attention) */
+    int int8_embeddings;    /* 1: the word embedding rows are stored int8 with a scale per row
+                               and dequantized when gathered (XLM-R's 250k rows: 4x less) */
 } bert8_quant_params;
 
 bert8_quant_params bert8_default_quant_params(void);

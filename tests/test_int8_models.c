@@ -143,16 +143,16 @@ static void check_model(const char *name) {
     struct {
         bert8_scheme scheme;
         float alpha;
-        int smooth, int8_attention;
+        int smooth, int8_attention, int8_embeddings;
         const char *label;
-    } variants[] = {{BERT8_SCHEME_STATIC, 0.5f, 1, 0, "static a=0.5"},
-                    {BERT8_SCHEME_DYNAMIC, 0.5f, 1, 0, "dynamic a=0.5"},
-                    {BERT8_SCHEME_STATIC, -1.0f, 1, 0, "static a=auto"},
+    } variants[] = {{BERT8_SCHEME_STATIC, 0.5f, 1, 0, 0, "static a=0.5"},
+                    {BERT8_SCHEME_DYNAMIC, 0.5f, 1, 0, 0, "dynamic a=0.5"},
+                    {BERT8_SCHEME_STATIC, -1.0f, 1, 0, 0, "static a=auto"},
                     /* naive W8A8 still calibrates its static scales: these random checkpoints
                      * have no outlier channels, so it must stay close too */
-                    {BERT8_SCHEME_STATIC, 0.5f, 0, 0, "static naive"},
-                    {BERT8_SCHEME_STATIC, 0.5f, 1, 1, "static a=0.5 int8 attention"},
-                    {BERT8_SCHEME_DYNAMIC, 0.5f, 1, 1, "dynamic a=0.5 int8 attention"}};
+                    {BERT8_SCHEME_STATIC, 0.5f, 0, 0, 0, "static naive"},
+                    {BERT8_SCHEME_STATIC, 0.5f, 1, 1, 1, "static a=0.5 int8 attention and embeddings"},
+                    {BERT8_SCHEME_DYNAMIC, 0.5f, 1, 1, 0, "dynamic a=0.5 int8 attention"}};
     double worst[6] = {1, 1, 1, 1, 1, 1};
     for (int v = 0; v < 6; v++) {
         bert8_quant_params p = bert8_default_quant_params();
@@ -160,6 +160,7 @@ static void check_model(const char *name) {
         p.alpha = variants[v].alpha;
         p.smooth = variants[v].smooth;
         p.int8_attention = variants[v].int8_attention;
+        p.int8_embeddings = variants[v].int8_embeddings;
         bert8_model *q = NULL;
         bert8_status st = bert8_quantize(f, cs.b, (size_t)cs.n, &p, &q, err, sizeof err);
         CHECKF(st == BERT8_OK, "%s %s: %s", name, variants[v].label, err);
@@ -169,7 +170,7 @@ static void check_model(const char *name) {
         bert8_model_free(q);
     }
     printf("  %s: worst hidden-state cosine static %.5f, dynamic %.5f, auto %.5f, naive %.5f, int8 attention "
-           "static %.5f dynamic %.5f\n",
+           "(+ int8 embeddings) static %.5f, int8 attention dynamic %.5f\n",
            name, worst[0], worst[1], worst[2], worst[3], worst[4], worst[5]);
     cases_free(&cs);
     bert8_model_free(f);
@@ -191,6 +192,7 @@ static void roundtrip(const char *name, bert8_scheme scheme, int int8_attention)
     bert8_quant_params p = bert8_default_quant_params();
     p.scheme = scheme;
     p.int8_attention = int8_attention;
+    p.int8_embeddings = int8_attention; /* the round trip covers both int8 options together */
     CHECKF(bert8_quantize(f, cs.b, (size_t)cs.n, &p, &q, err, sizeof err) == 0, "%s", err);
     snprintf(out, sizeof out, "%s/%s-%s%s", tu_tmpdir(), name, scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic",
              int8_attention ? "-att" : "");

@@ -33,7 +33,7 @@ static const command COMMANDS[] = {
     {"eval", cmd_eval, "eval MODEL_DIR --task T --data PATH [--limit N] [--json]   accuracy on a data set"},
     {"quantize", cmd_quantize,
      "quantize MODEL_DIR -o OUT_DIR --calib FILE [--samples N] [--alpha A|auto] [--scheme static|dynamic] "
-     "[--attention fp32|int8] [--keep-fp32 PATTERN]"},
+     "[--attention fp32|int8] [--embeddings fp32|int8] [--keep-fp32 PATTERN]"},
     {"bench", cmd_bench,
      "bench MODEL_DIR [--batch B] [--seq S] [--threads T] [--scheme static|dynamic] [--attention fp32|int8] "
      "[--calib FILE] [--lengths FILE] [--roofline [--plot FILE.svg|png]] [--json]"},

@@ -28,6 +28,8 @@ void free_batches(bert8_encoding *encs, bert8_batch *b, int64_t n);
 bool parse_scheme(const char *cmd, const char *v, bert8_scheme *out);
 /* --attention fp32|int8 (NULL: fp32) */
 bool parse_attention(const char *cmd, const char *v, int *int8);
+/* --embeddings fp32|int8 (NULL: fp32) */
+bool parse_embeddings(const char *cmd, const char *v, int *int8);
 /* --alpha A|auto|none */
 bool parse_alpha(const char *cmd, const char *v, float *alpha, int *smooth);
 

@@ -239,7 +239,8 @@ int cmd_bench(int argc, char **argv) {
     cli_args_init(&a, argc, argv);
     if (cli_flag(&a, "--help") || cli_flag(&a, "-h")) {
         printf("usage: bert8 bench MODEL_DIR [--batch B] [--seq S] [--threads T] [--scheme static|dynamic]\n"
-               "         [--alpha A|auto|none] [--attention fp32|int8] [--calib FILE [--column C]] [--samples N]\n"
+               "         [--alpha A|auto|none] [--attention fp32|int8] [--embeddings fp32|int8]\n"
+               "         [--calib FILE [--column C]] [--samples N]\n"
                "         [--iters N]\n"
                "         [--lengths FILE] [--roofline [--plot FILE.svg|png]] [--json]\n"
                "  --lengths FILE  one token count per line; batches of B consecutive lengths, timed\n"
@@ -251,7 +252,7 @@ int cmd_bench(int argc, char **argv) {
     const char *scheme_s = cli_opt(&a, "--scheme"), *calib = cli_opt(&a, "--calib"), *it = cli_opt(&a, "--iters");
     const char *alpha_s = cli_opt(&a, "--alpha"), *columns = cli_opt(&a, "--column");
     const char *samples_s = cli_opt(&a, "--samples"), *lengths = cli_opt(&a, "--lengths"), *plot_path = cli_opt(&a, "--plot");
-    const char *att = cli_opt(&a, "--attention");
+    const char *att = cli_opt(&a, "--attention"), *emb = cli_opt(&a, "--embeddings");
     bool json = cli_flag(&a, "--json"), roofline = cli_flag(&a, "--roofline") || plot_path;
     const char *dir = cli_positional(&a), *left = cli_leftover(&a);
     if (left) return cli_error(C, "unknown argument \"%s\"", left);
@@ -264,7 +265,7 @@ int cmd_bench(int argc, char **argv) {
     if (samples_s && !cli_int(C, "--samples", samples_s, 1, 10000000, &samples)) return 1;
     bert8_quant_params p = bert8_default_quant_params();
     if (!parse_scheme(C, scheme_s, &p.scheme) || !parse_alpha(C, alpha_s, &p.alpha, &p.smooth) ||
-        !parse_attention(C, att, &p.int8_attention))
+        !parse_attention(C, att, &p.int8_attention) || !parse_embeddings(C, emb, &p.int8_embeddings))
         return 1;
     bert8_model *m = cli_load_model(C, dir, (int)threads), *q = NULL;
     if (!m) return 1;

@@ -183,6 +183,15 @@ bool parse_attention(const char *cmd, const char *v, int *int8) {
     return true;
 }
 
+bool parse_embeddings(const char *cmd, const char *v, int *int8) {
+    *int8 = v && !strcmp(v, "int8");
+    if (v && strcmp(v, "int8") && strcmp(v, "fp32")) {
+        cli_error(cmd, "--embeddings must be fp32 or int8, not \"%s\"", v);
+        return false;
+    }
+    return true;
+}
+
 bool parse_alpha(const char *cmd, const char *v, float *alpha, int *smooth) {
     *smooth = 1;
     if (!v) return true;
@@ -214,7 +223,7 @@ int cmd_quantize(int argc, char **argv) {
     const char *alpha_s = cli_opt(&a, "--alpha"), *scheme_s = cli_opt(&a, "--scheme");
     const char *keep = cli_opt(&a, "--keep-fp32"), *columns = cli_opt(&a, "--column");
     const char *maxlen_s = cli_opt(&a, "--max-length"), *th = cli_opt(&a, "--threads");
-    const char *att = cli_opt(&a, "--attention");
+    const char *att = cli_opt(&a, "--attention"), *emb = cli_opt(&a, "--embeddings");
     bool quiet = cli_flag(&a, "--quiet");
     const char *dir = cli_positional(&a), *left = cli_leftover(&a);
     if (left) return cli_error(C, "unknown argument \"%s\"", left);
@@ -230,7 +239,7 @@ int cmd_quantize(int argc, char **argv) {
     p.max_samples = samples;
     p.keep_fp32 = keep;
     p.progress = !quiet;
-    if (!parse_attention(C, att, &p.int8_attention)) return 1;
+    if (!parse_attention(C, att, &p.int8_attention) || !parse_embeddings(C, emb, &p.int8_embeddings)) return 1;
     texts t = {0};
     int rc = read_texts(C, calib, columns, samples, &t);
     if (rc) {

@@ -12,7 +12,7 @@
 static const float ALPHA_GRID[] = {0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f, 0.9f};
 
 bert8_quant_params bert8_default_quant_params(void) {
-    bert8_quant_params p = {BERT8_SCHEME_STATIC, 0.5f, 1, 512, NULL, 0, 0};
+    bert8_quant_params p = {BERT8_SCHEME_STATIC, 0.5f, 1, 512, NULL, 0, 0, 0};
     return p;
 }
 
@@ -169,6 +169,8 @@ bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, s
     bert8_model *m = NULL;
     if (p.int8_attention != 0 && p.int8_attention != 1)
         return put_err(BERT8_ERR_INVALID_ARG, err, err_len, "int8_attention must be 0 or 1");
+    if (p.int8_embeddings != 0 && p.int8_embeddings != 1)
+        return put_err(BERT8_ERR_INVALID_ARG, err, err_len, "int8_embeddings must be 0 or 1");
     const int64_t d = fp32->cfg.hidden_size / fp32->cfg.num_heads;
     if (p.int8_attention && d % 4) {
         char msg[128];
@@ -223,6 +225,7 @@ bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, s
         if (p.progress) b8_calib_progress("quantizing", l + 1, L);
     }
     if ((st = b8_model_prepare_int8(m, &e))) goto done;
+    if (p.int8_embeddings && (st = b8_model_quantize_embeddings(m, &e))) goto done;
     m->info.quantized = 1;
     m->info.scheme = p.scheme;
 done:

@@ -74,5 +74,7 @@ void b8_part_name(bert8_arch arch, const char *prefix, int64_t layer, b8_part pa
 /* INT8 attention: "<query|key|value base>.output_scale", F32 [1], the per-tensor scale of the
  * int8 Q, K and V the QKV product emits. */
 #define B8_QT_OUTPUT_SCALE "output_scale"
+/* INT8 word embeddings: "embeddings.word_embeddings.weight" I8 [vocab][H] with
+ * "embeddings.word_embeddings.weight_scale" F32 [vocab], one scale per row. */
 
 #endif

@@ -117,7 +117,11 @@ bert8_status b8_qconfig_parse(const char *text, const char *path, b8_qconfig *cf
     const cJSON *samples = cJSON_GetObjectItemCaseSensitive(root, "calibration_samples");
     const cJSON *keep = cJSON_GetObjectItemCaseSensitive(root, "keep_fp32");
     const cJSON *att = cJSON_GetObjectItemCaseSensitive(root, "attention");
-    if (!cJSON_IsString(method) || strcmp(method->valuestring, B8_QFORMAT_METHOD)) {
+    const cJSON *emb = cJSON_GetObjectItemCaseSensitive(root, "embeddings");
+    if (emb && !cJSON_IsNull(emb) &&
+        (!cJSON_IsString(emb) || (strcmp(emb->valuestring, "fp32") && strcmp(emb->valuestring, "int8")))) {
+        st = b8_fail(e, BERT8_ERR_FORMAT, "%s: embeddings must be \"fp32\" or \"int8\"", path);
+    } else if (!cJSON_IsString(method) || strcmp(method->valuestring, B8_QFORMAT_METHOD)) {
         st = b8_fail(e, BERT8_ERR_UNSUPPORTED, "%s: quant_method must be \"%s\"", path, B8_QFORMAT_METHOD);
     } else if (!ver || cJSON_IsNull(ver)) {
         st = b8_fail(e, BERT8_ERR_FORMAT, "%s: field \"version\" is missing", path);
@@ -144,6 +148,7 @@ bert8_status b8_qconfig_parse(const char *text, const char *path, b8_qconfig *cf
         cfg->calib_samples = cJSON_IsNumber(samples) ? (int64_t)samples->valuedouble : 0;
         if (cJSON_IsString(keep)) snprintf(cfg->keep_fp32, sizeof cfg->keep_fp32, "%s", keep->valuestring);
         cfg->int8_attention = cJSON_IsString(att) && !strcmp(att->valuestring, "int8");
+        cfg->int8_embeddings = cJSON_IsString(emb) && !strcmp(emb->valuestring, "int8");
         st = parse_layers(root, path, cfg, e);
     }
 done:
@@ -188,6 +193,7 @@ bert8_status b8_qconfig_write(const char *path, const b8_qconfig *cfg, b8_err *e
     cJSON_AddNumberToObject(qc, "calibration_samples", (double)cfg->calib_samples);
     cJSON_AddStringToObject(qc, "keep_fp32", cfg->keep_fp32);
     cJSON_AddStringToObject(qc, "attention", cfg->int8_attention ? "int8" : "fp32");
+    cJSON_AddStringToObject(qc, "embeddings", cfg->int8_embeddings ? "int8" : "fp32");
     cJSON *layers = cJSON_AddArrayToObject(qc, "layers");
     for (int64_t l = 0; layers && l < cfg->layers; l++) {
         cJSON *o = cJSON_CreateObject();

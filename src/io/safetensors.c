@@ -1187,3 +1187,17 @@ void b8_st_release(const b8_st *st, const b8_st_tensor *t) {
         return;
     }
 }
+
+void b8_st_advise_random(const b8_st *st, const b8_st_tensor *t) {
+    if (!st || !t || !t->nbytes) return;
+    const uint8_t *p = t->data;
+    for (size_t i = 0; i < st->nfiles; i++) {
+        const st_file *f = &st->files[i];
+        const uint8_t *base = (const uint8_t *)f->base;
+        if (!f->mapped || p < base || p + t->nbytes > base + f->size) continue;
+        const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+        uintptr_t a = (uintptr_t)p & ~(page - 1), b = ((uintptr_t)p + t->nbytes + page - 1) & ~(page - 1);
+        madvise((void *)a, b - a, MADV_RANDOM);
+        return;
+    }
+}

@@ -86,6 +86,9 @@ bool b8_st_metadata_at(const b8_st *st, size_t i, const char **key, const char *
  * mapping stays valid and reading it again faults the pages back in from the file. A no-op for
  * memory images. */
 void b8_st_release(const b8_st *st, const b8_st_tensor *t);
+/* Tells the kernel a mapped tensor is read at random places (a lookup table: word embeddings),
+ * so that a read does not map the pages around it too. */
+void b8_st_advise_random(const b8_st *st, const b8_st_tensor *t);
 
 /* Converts a float tensor (F32/F16/BF16/F64) to a freshly allocated, 64-byte aligned F32 array
  * (free with b8_free_aligned), checking that it has exactly `count` elements. */

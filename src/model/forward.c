@@ -267,15 +267,21 @@ static void embed(bert8_session *s, const rows *r) {
                 if (id != pad) count++;
                 pos = id != pad ? count + pad : pad;
             }
-            const float *we = m->word_emb + (int64_t)id * H;
             const float *pe = m->pos_emb + pos * H;
             float *xr = x + i * H;
+            if (m->word_emb_q) { /* int8 rows, dequantized on gather */
+                const int8_t *wq = m->word_emb_q + (int64_t)id * H;
+                const float ws = m->word_emb_scale[id];
+                for (int64_t h = 0; h < H; h++) xr[h] = (float)wq[h] * ws;
+            } else {
+                memcpy(xr, m->word_emb + (int64_t)id * H, (size_t)H * sizeof(float));
+            }
             if (m->type_emb) {
                 int32_t tt = r->types ? r->types[i] : 0;
                 const float *te = m->type_emb + (int64_t)tt * H;
-                for (int64_t h = 0; h < H; h++) xr[h] = (we[h] + te[h]) + pe[h];
+                for (int64_t h = 0; h < H; h++) xr[h] = (xr[h] + te[h]) + pe[h];
             } else {
-                for (int64_t h = 0; h < H; h++) xr[h] = we[h] + pe[h];
+                for (int64_t h = 0; h < H; h++) xr[h] = xr[h] + pe[h];
             }
         }
     }

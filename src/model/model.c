@@ -9,6 +9,7 @@
 #include "model/model.h"
 
 #include "base/cpu.h"
+#include "kernels/quantize/quantize.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -480,6 +481,68 @@ static void fill_info(bert8_model *m) {
     i->param_count = p;
 }
 
+/* The word embeddings: FP32 (any float dtype), or in an INT8 folder int8 rows with a scale each. */
+static bert8_status load_word_embeddings(loader *L, const int64_t *shape) {
+    bert8_model *m = L->m;
+    const b8_st_tensor *t = find_tensor(m, "embeddings.word_embeddings.weight", true);
+    if (!t || t->dtype != B8_I8) {
+        if (m->quantized && L->qc.int8_embeddings)
+            return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: quantization_config.json says the embeddings are int8, but "
+                           "\"%sembeddings.word_embeddings.weight\" is not I8", m->dir, m->prefix);
+        bert8_status st = get_f32(L, "embeddings.word_embeddings.weight", true, 2, shape, &m->word_emb);
+        if (!st && t && m->word_emb == t->data) b8_st_advise_random(m->st, t);
+        return st;
+    }
+    if (!m->quantized || !L->qc.int8_embeddings)
+        return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: \"%s\" is I8 but quantization_config.json does not say "
+                       "\"embeddings\": \"int8\"", m->dir, t->name);
+    if (t->ndim != 2 || t->shape[0] != shape[0] || t->shape[1] != shape[1])
+        return b8_fail(L->e, BERT8_ERR_SHAPE, "%s: tensor \"%s\" must be I8 [%lld,%lld]", m->dir, t->name,
+                       (long long)shape[0], (long long)shape[1]);
+    const float *sc = NULL;
+    bert8_status st = get_f32(L, "embeddings.word_embeddings.weight_scale", true, 1, shape, &sc);
+    if (st) return st;
+    for (int64_t i = 0; i < shape[0]; i++)
+        if (!(sc[i] > 0.0f) || isinf(sc[i]))
+            return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: embeddings.word_embeddings.weight_scale[%lld] = %g is not a finite "
+                           "positive scale", m->dir, (long long)i, (double)sc[i]);
+    m->word_emb_q = t->data; /* used in place: a row is read when its token is seen */
+    b8_st_advise_random(m->st, t);
+    m->word_emb_scale = sc;
+    m->int8_embeddings = true;
+    return BERT8_OK;
+}
+
+bert8_status b8_model_quantize_embeddings(bert8_model *m, b8_err *e) {
+    if (m->int8_embeddings) return BERT8_OK;
+    const int64_t V = m->cfg.vocab_size, H = m->cfg.hidden_size;
+    size_t n;
+    if (!b8_mul_ok((size_t)V, (size_t)H, &n)) return b8_fail(e, BERT8_ERR_TOO_LARGE, "embedding size overflows");
+    int8_t *q = b8_malloc_aligned(n);
+    float *sc = b8_malloc_aligned((size_t)V * sizeof(float));
+    if (!q || !sc) {
+        b8_free_aligned(q);
+        b8_free_aligned(sc);
+        return b8_fail(e, BERT8_ERR_NOMEM, "out of memory for %lld int8 embedding rows", (long long)V);
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < V; i++) {
+        const float *r = m->word_emb + i * H;
+        float mx = 0.0f;
+        for (int64_t h = 0; h < H; h++) mx = fmaxf(mx, fabsf(r[h]));
+        const float s = mx > 0.0f ? mx / 127.0f : 1.0f, inv = 1.0f / s;
+        sc[i] = s;
+        for (int64_t h = 0; h < H; h++) q[i * H + h] = b8_q8(r[h] * inv);
+    }
+    m->own_emb_q = q;
+    m->own_emb_scale = sc;
+    m->word_emb_q = q;
+    m->word_emb_scale = sc;
+    m->word_emb = NULL;
+    m->int8_embeddings = true;
+    return BERT8_OK;
+}
+
 bert8_load_params bert8_default_load_params(void) {
     bert8_load_params p = {0, 0};
     return p;
@@ -538,7 +601,7 @@ bert8_status bert8_model_load(const char *dir, const bert8_load_params *params, 
     const int64_t H = c->hidden_size;
     int64_t s_word[2] = {c->vocab_size, H}, s_pos[2] = {c->max_position_embeddings, H};
     int64_t s_type[2] = {c->type_vocab_size, H};
-    if ((st = get_f32(&L, "embeddings.word_embeddings.weight", true, 2, s_word, &m->word_emb)) ||
+    if ((st = load_word_embeddings(&L, s_word)) ||
         (st = get_f32(&L, "embeddings.position_embeddings.weight", true, 2, s_pos, &m->pos_emb)) ||
         (st = get_ln(&L, "embeddings.LayerNorm", true, &m->emb_ln_g, &m->emb_ln_b)))
         goto fail;
@@ -583,6 +646,8 @@ void bert8_model_free(bert8_model *m) {
     b8_sgemm_w_free(m->pooler.f32);
     b8_sgemm_w_free(m->cls_dense.f32);
     b8_sgemm_w_free(m->cls_out.f32);
+    b8_free_aligned(m->own_emb_q);
+    b8_free_aligned(m->own_emb_scale);
     for (size_t i = 0; i < m->n_owned; i++) b8_free_aligned(m->owned[i]);
     free(m->owned);
     b8_st_close(m->st);

@@ -38,7 +38,9 @@ struct bert8_model {
     char *dir;
     b8_st *st;
     char prefix[16];            /* "bert.", "roberta.", "distilbert." or "" */
-    const float *word_emb;      /* [vocab][H] */
+    const float *word_emb;      /* [vocab][H], or NULL when the rows are int8: */
+    const int8_t *word_emb_q;   /* [vocab][H] int8 rows, dequantized on gather with ... */
+    const float *word_emb_scale;/* [vocab] one scale per row */
     const float *pos_emb;       /* [max_pos][H] */
     const float *type_emb;      /* [type_vocab][H] or NULL (DistilBERT) */
     const float *emb_ln_g, *emb_ln_b;
@@ -52,6 +54,9 @@ struct bert8_model {
     bert8_scheme scheme;
     int64_t calib_samples;
     char keep_fp32[256];
+    bool int8_embeddings;       /* word_emb_q in use */
+    int8_t *own_emb_q;          /* the int8 rows and scales when the model made them (quantize) */
+    float *own_emb_scale;
     /* converted tensors (F16/BF16 or unaligned F32) owned by the model */
     float **owned;
     size_t n_owned, cap_owned;
@@ -69,6 +74,9 @@ bert8_status b8_layer_group_fp32(const bert8_model *m, int64_t layer, b8_group g
 /* Finishes the INT8 groups of every layer (multipliers, LayerNorm folds, packing) and drops
  * the packed FP32 products they replace. Called by the loader and by bert8_quantize. */
 bert8_status b8_model_prepare_int8(bert8_model *m, b8_err *e);
+
+/* Replaces the FP32 word embedding rows by int8 rows with one scale per row (the model owns them). */
+bert8_status b8_model_quantize_embeddings(bert8_model *m, b8_err *e);
 
 /* The mode group g of layer l runs in: B8_QMODE_FP32 or that of its INT8 form. */
 static inline b8_qmode b8_layer_mode(const b8_layer *ly, b8_group g) {

@@ -122,7 +122,7 @@ bert8_status bert8_model_save(const bert8_model *m, const char *out_dir, char *e
     b8_qconfig qc = {0};
     const int64_t L = m->cfg.num_layers;
     char path[4096], from[4096];
-    char(*bases)[256] = calloc((size_t)(L * B8_PART_COUNT) + 1, sizeof *bases);
+    char(*bases)[256] = calloc((size_t)(L * B8_PART_COUNT) + 2, sizeof *bases);
     size_t nb = 0;
     qc.groups = calloc((size_t)(L * B8_GROUP_COUNT) + 1, sizeof *qc.groups);
     if (!bases || !qc.groups) {
@@ -168,6 +168,17 @@ bert8_status bert8_model_save(const bert8_model *m, const char *out_dir, char *e
             }
         }
     }
+    /* int8 word embeddings: rows and their scales */
+    if (m->int8_embeddings) {
+        char name[300];
+        const int64_t se[2] = {m->cfg.vocab_size, m->cfg.hidden_size}, ss[1] = {m->cfg.vocab_size};
+        snprintf(bases[nb], sizeof bases[nb], "%sembeddings.word_embeddings", m->prefix);
+        snprintf(name, sizeof name, "%s.weight", bases[nb]);
+        wl_add(&w, name, B8_I8, 2, se, m->word_emb_q);
+        snprintf(name, sizeof name, "%s.weight_scale", bases[nb]);
+        wl_add(&w, name, B8_F32, 1, ss, m->word_emb_scale);
+        nb++;
+    }
     /* 2. every other tensor of the source checkpoint is copied as it is */
     for (size_t i = 0; i < b8_st_count(m->st); i++) {
         const b8_st_tensor *t = b8_st_at(m->st, i);
@@ -203,6 +214,7 @@ bert8_status bert8_model_save(const bert8_model *m, const char *out_dir, char *e
     qc.version = B8_QFORMAT_VERSION;
     qc.scheme = m->scheme;
     qc.calib_samples = m->calib_samples;
+    qc.int8_embeddings = m->int8_embeddings;
     snprintf(qc.keep_fp32, sizeof qc.keep_fp32, "%s", m->keep_fp32);
     qc.layers = L;
     if (!(qc.attn_int8 = calloc((size_t)L + 1, 1))) {
