@@ -43,8 +43,8 @@ static bool parse_int(const char *s, long long *out) {
 static int eval_print(const eval_set *es, text_runner *r) {
     const eval_opts *o = &es->o;
     eval_result res;
-    if (!eval_set_score(es, r->pl, NULL, 0, (o->progress ? EVAL_PROGRESS : 0) | EVAL_NOTES, &res, r->err,
-                        sizeof r->err))
+    if (eval_set_score(es, r->pl, NULL, 0, (o->progress ? EVAL_PROGRESS : 0) | EVAL_NOTES, &res, NULL, r->err,
+                       sizeof r->err))
         return cli_error(CMD, "%s", r->err);
     const char *name = o->task_name;
     if (o->task == TASK_SQUAD) {

@@ -270,8 +270,8 @@ static int by_length(const void *x, const void *y) {
     return a->i < b->i ? -1 : (a->i > b->i);
 }
 
-static bool score_seq(const eval_set *es, const bert8_pipeline *pl, const int64_t *idx, int64_t n, unsigned flags,
-                      eval_result *res, char *err, size_t err_len) {
+static bert8_status score_seq(const eval_set *es, const bert8_pipeline *pl, const int64_t *idx, int64_t n,
+                              unsigned flags, eval_result *res, double *per_example, char *err, size_t err_len) {
     const eval_opts *o = &es->o;
     const seq_set *s = &es->s;
     const int64_t L = bert8_pipeline_get_info(pl)->model->num_labels;
@@ -282,12 +282,12 @@ static bool score_seq(const eval_set *es, const bert8_pipeline *pl, const int64_
     if (o->task == TASK_STSB && L != 1) {
         snprintf(err, err_len, "stsb needs a regression head (num_labels 1); the model has %lld labels",
                  (long long)L);
-        return false;
+        return BERT8_ERR_UNSUPPORTED;
     }
     if (o->task != TASK_STSB &&
         !map_labels(bert8_pipeline_model(pl), L, names, nt, map, flags & EVAL_NOTES, err, err_len))
-        return false;
-    bool ok = false;
+        return BERT8_ERR_UNSUPPORTED;
+    bert8_status ok = BERT8_ERR_NOMEM;
     float *logits = NULL, *lb = NULL;
     int *pred = NULL, *gold = NULL;
     double *score = NULL, *want = NULL;
@@ -302,6 +302,7 @@ static bool score_seq(const eval_set *es, const bert8_pipeline *pl, const int64_
         !(tb = malloc((size_t)o->batch * sizeof *tb)) ||
         !(lb = malloc((size_t)o->batch * (size_t)L * sizeof *lb)) || !(li = malloc((size_t)n * sizeof *li))) {
         snprintf(err, err_len, n <= 0 ? "no examples to score" : "out of memory");
+        if (n <= 0) ok = BERT8_ERR_INVALID_ARG;
         goto out;
     }
     /* example i of this call is row ex(i) of the set */
@@ -334,6 +335,7 @@ static bool score_seq(const eval_set *es, const bert8_pipeline *pl, const int64_
         if (st) {
             text_progress_end(&pg);
             snprintf(err, err_len, "a batch holding example %lld: %s", (long long)EX(order[i0]), msg);
+            ok = st;
             goto out;
         }
         for (int64_t k = 0; k < nb; k++)
@@ -349,20 +351,23 @@ static bool score_seq(const eval_set *es, const bert8_pipeline *pl, const int64_
             score[i] = logits[i];
         res->spearman = metric_spearman(score, want, (size_t)n);
         res->pearson = metric_pearson(score, want, (size_t)n);
+        for (int64_t i = 0; per_example && i < n; i++) per_example[i] = NAN;
     } else {
         float p[3];
         for (int64_t i = 0; i < n; i++)
             pred[i] = map[text_softmax(logits + i * L, L, p)];
         res->accuracy = metric_accuracy(pred, gold, (size_t)n);
         res->correct = 0;
-        for (int64_t i = 0; i < n; i++)
+        for (int64_t i = 0; i < n; i++) {
             res->correct += pred[i] == gold[i];
+            if (per_example) per_example[i] = pred[i] == gold[i];
+        }
         metric_prf f = metric_binary_f1(pred, gold, (size_t)n, 1);
         res->f1 = f.f1;
         res->precision = f.precision;
         res->recall = f.recall;
     }
-    ok = true;
+    ok = BERT8_OK;
 out:
     free(logits);
     free(pred);
@@ -444,8 +449,8 @@ static bool load_squad(eval_set *es, int64_t max_tokens) {
     return true;
 }
 
-static bool score_squad(const eval_set *es, const bert8_pipeline *pl, const int64_t *idx, int64_t n, unsigned flags,
-                        eval_result *res, char *err, size_t err_len) {
+static bert8_status score_squad(const eval_set *es, const bert8_pipeline *pl, const int64_t *idx, int64_t n,
+                                unsigned flags, eval_result *res, double *per_example, char *err, size_t err_len) {
     const eval_opts *o = &es->o;
     bert8_qa_options qo = bert8_default_qa_options();
     qo.max_length = o->max_len;
@@ -455,7 +460,7 @@ static bool score_squad(const eval_set *es, const bert8_pipeline *pl, const int6
     bert8_qa_answer *spans = calloc((size_t)o->batch, sizeof *spans);
     bert8_text *qs = calloc((size_t)o->batch, sizeof *qs), *cs = calloc((size_t)o->batch, sizeof *cs);
     const squad_question **qp = calloc((size_t)o->batch, sizeof *qp);
-    bool ok = false;
+    bert8_status ok = BERT8_ERR_NOMEM;
     if (!spans || !qs || !cs || !qp) goto oom;
     double em = 0, f1 = 0, t0 = now_s();
     int64_t failed = 0;
@@ -482,6 +487,7 @@ static bool score_squad(const eval_set *es, const bert8_pipeline *pl, const int6
             if (e1 < 0 || e2 < 0) goto oom;
             em += e1;
             f1 += e2;
+            if (per_example) per_example[i0 + i] = e2;
         }
         text_progress_update(&pg, i0 + nb);
     }
@@ -491,7 +497,7 @@ static bool score_squad(const eval_set *es, const bert8_pipeline *pl, const int6
     res->exact_match = em / (double)n;
     res->squad_f1 = f1 / (double)n;
     res->failed = failed;
-    ok = true;
+    ok = BERT8_OK;
     goto out;
 oom:
     snprintf(err, err_len, "out of memory");
@@ -531,15 +537,15 @@ void eval_set_free(eval_set *es) {
     memset(es, 0, sizeof *es);
 }
 
-bool eval_set_score(const eval_set *es, const bert8_pipeline *pl, const int64_t *idx, int64_t n, unsigned flags,
-                    eval_result *r, char *err, size_t err_len) {
+bert8_status eval_set_score(const eval_set *es, const bert8_pipeline *pl, const int64_t *idx, int64_t n,
+                            unsigned flags, eval_result *r, double *per_example, char *err, size_t err_len) {
     memset(r, 0, sizeof *r);
     if (!idx) n = es->n;
     for (int64_t i = 0; idx && i < n; i++)
         if (idx[i] < 0 || idx[i] >= es->n) {
             snprintf(err, err_len, "example %lld is not in the set of %lld", (long long)idx[i], (long long)es->n);
-            return false;
+            return BERT8_ERR_INVALID_ARG;
         }
-    if (es->o.task == TASK_SQUAD) return score_squad(es, pl, idx, n, flags, r, err, err_len);
-    return score_seq(es, pl, idx, n, flags, r, err, err_len);
+    if (es->o.task == TASK_SQUAD) return score_squad(es, pl, idx, n, flags, r, per_example, err, err_len);
+    return score_seq(es, pl, idx, n, flags, r, per_example, err, err_len);
 }

@@ -75,9 +75,12 @@ typedef struct eval_result {
 #define EVAL_NOTES 2u    /* notes on stderr (labels mapped by name) */
 
 /* Scores examples idx[0..n) (idx NULL: all of them, n ignored) with pipeline pl over the model
- * to evaluate. Returns false with a message in err. */
-bool eval_set_score(const eval_set *es, const bert8_pipeline *pl, const int64_t *idx, int64_t n, unsigned flags,
-                    eval_result *r, char *err, size_t err_len);
+ * to evaluate. per_example (may be NULL; [n], in idx order) receives each example's own score
+ * where the headline metric is a mean of them: 1 or 0 for a right or wrong class, a question's
+ * F1 for squad; NAN for stsb (a correlation has none). Returns BERT8_OK, or a status with a
+ * message in err. */
+bert8_status eval_set_score(const eval_set *es, const bert8_pipeline *pl, const int64_t *idx, int64_t n,
+                            unsigned flags, eval_result *r, double *per_example, char *err, size_t err_len);
 
 /* The task's headline metric in points (x 100): accuracy (sst2, xnli, mrpc), Spearman (stsb),
  * F1 (squad); and its name. */
