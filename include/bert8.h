@@ -212,11 +212,11 @@ bert8_status bert8_measure_peaks(int threads, bert8_peaks *out);
 
 /* ---- INT8 quantization (SmoothQuant W8A8) -------------------------------------------- */
 
-/* A quantization unit is one part of a layer that runs in FP32 or INT8 on its own: today the
- * four Linear groups of each layer, in this order: "qkv" (Q, K and V as one product),
- * "attention_output", "ffn_in", "ffn_out". Units are numbered layer by layer
- * (unit = layer * units per layer + position), so bert8_model_unit_count() is num_layers x 4.
- * (An INT8 attention would add a fifth kind per layer.) */
+/* A quantization unit is one part of a layer that runs in FP32 or INT8 on its own: the four
+ * Linear groups of each layer, "qkv" (Q, K and V as one product), "attention_output", "ffn_in",
+ * "ffn_out", then its "attention" (the products Q K^T and P V; int8_static or fp32, and INT8 only
+ * while the layer's qkv unit is). Units are numbered layer by layer (unit = layer * 5 +
+ * position), so bert8_model_unit_count() is num_layers x 5. */
 typedef enum bert8_unit_mode {
     BERT8_UNIT_FP32,         /* kept in FP32 */
     BERT8_UNIT_INT8_STATIC,  /* int8 weights; int8 activations with a calibrated scale per tensor */
@@ -238,9 +238,11 @@ typedef struct bert8_quant_params {
     int int8_attention;     /* 1: the attention products (Q K^T, P V) run in INT8 too, with
                                calibrated per-tensor scales of Q, K and V (layers whose Q/K/V
                                product stays FP32 keep FP32 attention) */
-    const bert8_unit_mode *unit_modes; /* NULL: every unit in the scheme's mode; else one mode per
-                               unit (bert8_model_unit_count() entries), e.g. a budget search's
-                               result; keep_fp32 still wins. At least one unit must be INT8. */
+    const bert8_unit_mode *unit_modes; /* NULL: every Linear in the scheme's mode, the attention as
+                               int8_attention says; else one mode per unit
+                               (bert8_model_unit_count() entries, attention units included, and
+                               int8_attention is not used), e.g. a budget search's result;
+                               keep_fp32 still wins. At least one unit must be INT8. */
 } bert8_quant_params;
 
 bert8_quant_params bert8_default_quant_params(void);
@@ -255,7 +257,7 @@ bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, s
 
 typedef struct bert8_unit_info {
     int64_t layer;
-    const char *kind;      /* "qkv", "attention_output", "ffn_in", "ffn_out" (static strings) */
+    const char *kind;      /* "qkv", "attention_output", "ffn_in", "ffn_out", "attention" (static) */
     bert8_unit_mode mode;  /* how it runs in this model (FP32 throughout for an FP32 model) */
     float alpha;           /* SmoothQuant alpha of an INT8 unit; < 0 when unsmoothed or FP32 */
 } bert8_unit_info;
@@ -269,12 +271,15 @@ bert8_status bert8_model_unit(const bert8_model *model, int64_t i, bert8_unit_in
  * bert8_quantize_budget quantizes every unit, scores the result with the caller's evaluation
  * callback and, while the score is more than max_drop below the FP32 model's, moves the most
  * sensitive remaining unit to a safer form: int8_dynamic first (per-token activation scales),
- * and once every unit is dynamic, FP32, re-scoring after each move. It stops at the first
+ * and once every Linear is dynamic, FP32 (an attention unit goes straight to FP32), re-scoring
+ * after each move. It stops at the first
  * configuration within the budget. Then (trim, on by default) each moved unit, last moved first,
  * is tried one rung back up and stays there when the score is still within the budget, so no
  * single move is kept that the budget does not need. Sensitivity is ranked two ways:
- *   output error: each unit's INT8-vs-FP32 output error on the calibration rows (no evaluation);
- *   metric:       the score with only that unit in INT8 (one evaluation per unit).
+ *   output error: each unit's INT8-vs-FP32 output error on the calibration rows (no evaluation;
+ *                 for an attention unit, its context on a few calibration sequences);
+ *   metric:       the score with only that unit in INT8 (one evaluation per unit; an attention
+ *                 unit's drop is measured from its layer's qkv unit alone in INT8).
  * With BERT8_RANK_BOTH both orders are followed and the result with the fewest FP32 units (then
  * the fewest dynamic ones, then the higher score) is kept; the report says which.
  *
@@ -338,7 +343,8 @@ typedef struct bert8_budget_unit {
                               calibration rows (its input taken from the FP32 model) */
     double metric_drop;    /* FP32 score - score with only this unit in INT8; NaN when not measured */
     bert8_unit_mode mode;  /* in the result */
-    int fixed;             /* kept FP32 by keep_fp32, not searched */
+    int fixed;             /* not searched: kept FP32 by keep_fp32, or an attention unit without
+                              int8_attention (or over a kept qkv unit) */
 } bert8_budget_unit;
 
 typedef struct bert8_budget_trial {
@@ -351,7 +357,7 @@ typedef struct bert8_budget_trial {
     double first_score;       /* the score after those moves, before trimming */
     int64_t first_off;        /* units off the scheme's mode then */
     int64_t trim_steps;       /* moves tried back up */
-    int64_t n_static, n_dynamic, n_fp32; /* units in each mode (fixed ones count as FP32) */
+    int64_t n_static, n_dynamic, n_fp32; /* searched units in each mode (fixed ones not counted) */
     int within;               /* 1 when it ended within the budget */
 } bert8_budget_trial;
 
@@ -370,8 +376,9 @@ typedef struct bert8_budget_report {
 /* Frees what the library allocated in a report and zeroes it; NULL is a no-op. */
 void bert8_budget_report_free(bert8_budget_report *report);
 
-/* Calibrates as bert8_quantize does (quant: scheme, alpha, smoothing, keep_fp32, progress;
- * unit_modes must be NULL) and searches as described above. report (may be NULL; zero it before
+/* Calibrates as bert8_quantize does (quant: scheme, alpha, smoothing, keep_fp32, progress,
+ * int8_attention, which makes the attention units part of the search; unit_modes must be NULL)
+ * and searches as described above. report (may be NULL; zero it before
  * the first use) is filled when the search ran, also when it fails later. When even the best
  * configuration keeps every unit FP32, the call fails with BERT8_ERR_UNSUPPORTED (use the FP32
  * model). The FP32 model is left unchanged. */

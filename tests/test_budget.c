@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MODEL "bert_seqcls" /* 2 layers: 8 units */
-#define NU 8
+#define MODEL "bert_seqcls" /* 2 layers: 10 units */
+#define NU 10
 
 typedef struct cases {
     cJSON *root;
@@ -39,10 +39,13 @@ static void cases_free(cases *cs) {
     cJSON_Delete(cs->root);
 }
 
-/* Units: 0 L0 qkv, 1 L0 attention_output, 2 L0 ffn_in, 3 L0 ffn_out, 4..7 the same in L1.
- * Penalties are binary fractions, so every score below is exact. */
-static const double PEN_STATIC[NU] = {0.125, 3.0, 0.0, 0.25, 0.0, 1.5, 0.0, 0.375};
-static const double PEN_DYNAMIC[NU] = {0.0625, 0.25, 0.0, 0.125, 0.0, 1.25, 0.0, 0.125};
+/* Units: 0 L0 qkv, 1 L0 attention_output, 2 L0 ffn_in, 3 L0 ffn_out, 4 L0 attention, 5..9 the
+ * same in L1. Penalties are binary fractions, so every score below is exact. Without
+ * int8_attention the attention units (4, 9) stay FP32 and are not searched. */
+static const double PEN_STATIC[NU] = {0.125, 3.0, 0.0, 0.25, 0.0, 0.0, 1.5, 0.0, 0.375, 0.0};
+static const double PEN_DYNAMIC[NU] = {0.0625, 0.25, 0.0, 0.125, 0.0, 0.0, 1.25, 0.0, 0.125, 0.0};
+#define ATT0 4
+#define ATT1 9
 
 typedef struct fake_eval {
     const bert8_batch *batch; /* run once per candidate: every candidate must work */
@@ -120,9 +123,11 @@ static void fixture_close(fixture *x) {
     bert8_model_free(x->f);
 }
 
-static bert8_status run_budget(fixture *x, fake_eval *fe, bert8_ranking rk, double max_drop, events *ev,
-                               bert8_model **out, bert8_budget_report *rep, char *err, size_t err_len) {
+static bert8_status run_budget_att(fixture *x, fake_eval *fe, bert8_ranking rk, double max_drop, events *ev,
+                                   int int8_attention, bert8_model **out, bert8_budget_report *rep, char *err,
+                                   size_t err_len) {
     bert8_quant_params qp = bert8_default_quant_params();
+    qp.int8_attention = int8_attention;
     bert8_budget_params bp = bert8_default_budget_params();
     bp.max_drop = max_drop;
     bp.ranking = rk;
@@ -136,6 +141,11 @@ static bert8_status run_budget(fixture *x, fake_eval *fe, bert8_ranking rk, doub
     return bert8_quantize_budget(x->f, x->cs.b, (size_t)x->cs.n, &qp, &bp, out, rep, err, err_len);
 }
 
+static bert8_status run_budget(fixture *x, fake_eval *fe, bert8_ranking rk, double max_drop, events *ev,
+                               bert8_model **out, bert8_budget_report *rep, char *err, size_t err_len) {
+    return run_budget_att(x, fe, rk, max_drop, ev, 0, out, rep, err, err_len);
+}
+
 static void unit_modes_of(const bert8_model *m, bert8_unit_mode *modes) {
     for (int64_t u = 0; u < NU; u++) {
         bert8_unit_info ui;
@@ -144,11 +154,11 @@ static void unit_modes_of(const bert8_model *m, bert8_unit_mode *modes) {
     }
 }
 
-/* By hand, the metric order is 1 (3.0), 5 (1.5), 7, 3, 0, then the penalty-free 2, 4, 6. Every
- * unit to dynamic leaves a drop of 1.8125; then unit 1 to FP32 (1.5625) and unit 5 to FP32
- * (0.3125) reach the budget after 10 moves. Trimming, last moved first: 5 and 1 back to dynamic
- * break the budget (1.5625, 0.5625); 2, 4, 6 go back to static for free; 0 (0.375) and 3 (0.5,
- * the budget's edge counts) go back too; 7 would make it 0.75. */
+/* By hand, the metric order is 1 (3.0), 6 (1.5), 8, 3, 0, then the penalty-free 2, 5, 7. Every
+ * Linear to dynamic leaves a drop of 1.8125; then unit 1 to FP32 (1.5625) and unit 6 to FP32
+ * (0.3125) reach the budget after 10 moves. Trimming, last moved first: 6 and 1 back to dynamic
+ * break the budget (1.5625, 0.5625); 2, 5, 7 go back to static for free; 0 (0.375) and 3 (0.5,
+ * the budget's edge counts) go back too; 8 would make it 0.75. */
 TEST(metric_ranking_follows_the_hand_worked_path) {
     fixture x;
     if (!fixture_open(&x)) return;
@@ -165,35 +175,36 @@ TEST(metric_ranking_follows_the_hand_worked_path) {
         CHECK(rep.n_trials == 1 && rep.chosen == 0);
         const bert8_budget_trial *t = &rep.trials[0];
         CHECK(t->ranking == BERT8_RANK_METRIC);
-        CHECK(t->n_order == NU);
-        const int64_t head[5] = {1, 5, 7, 3, 0};
+        CHECK(t->n_order == NU - 2);
+        const int64_t head[5] = {1, 6, 8, 3, 0};
         for (int i = 0; i < 5; i++) CHECKF(t->order[i] == head[i], "order[%d] = %lld", i, (long long)t->order[i]);
         CHECK(t->steps == 10);
         CHECK(t->first_score == 90.0 - 0.3125);
-        CHECK(t->first_off == NU);
+        CHECK(t->first_off == NU - 2);
         CHECK(t->trim_steps == 8);
         CHECK(t->within == 1);
         CHECK(t->score == 89.5);
         CHECK(rep.score == 89.5);
         CHECK(t->n_fp32 == 2 && t->n_dynamic == 1 && t->n_static == 5);
-        const bert8_unit_mode want[NU] = {BERT8_UNIT_INT8_STATIC, BERT8_UNIT_FP32,         BERT8_UNIT_INT8_STATIC,
-                                          BERT8_UNIT_INT8_STATIC, BERT8_UNIT_INT8_STATIC, BERT8_UNIT_FP32,
-                                          BERT8_UNIT_INT8_STATIC, BERT8_UNIT_INT8_DYNAMIC};
+        const bert8_unit_mode S_ = BERT8_UNIT_INT8_STATIC, F_ = BERT8_UNIT_FP32, D_ = BERT8_UNIT_INT8_DYNAMIC;
+        const bert8_unit_mode want[NU] = {S_, F_, S_, S_, F_, S_, F_, S_, D_, F_};
         bert8_unit_mode got[NU];
         unit_modes_of(q, got);
         for (int u = 0; u < NU; u++) {
             CHECKF(got[u] == want[u], "unit %d is %s, want %s", u, bert8_unit_mode_name(got[u]),
                    bert8_unit_mode_name(want[u]));
             CHECK(rep.units[u].mode == want[u]);
-            CHECK(rep.units[u].metric_drop == PEN_STATIC[u]);
-            CHECK(rep.units[u].output_error >= 0 && isfinite(rep.units[u].output_error));
-            CHECK(!rep.units[u].fixed);
+            const bool att = u == ATT0 || u == ATT1;
+            CHECK(rep.units[u].fixed == att);
+            CHECK(att ? isnan(rep.units[u].metric_drop) : rep.units[u].metric_drop == PEN_STATIC[u]);
+            CHECK(att ? isnan(rep.units[u].output_error)
+                      : rep.units[u].output_error >= 0 && isfinite(rep.units[u].output_error));
         }
-        /* 2 baselines + 8 sensitivities + 10 moves + 8 trims, less one: unit 5 back to dynamic is
+        /* 2 baselines + 8 sensitivities + 10 moves + 8 trims, less one: unit 6 back to dynamic is
          * the configuration after move 9, scored once */
         CHECKF(rep.evaluations == 27 && fe.calls == 27, "%lld evaluations, %d calls", (long long)rep.evaluations,
                fe.calls);
-        CHECK(ev.baseline == 2 && ev.sensitivity == NU && ev.step == 10 && ev.trim == 8 && ev.done == 1);
+        CHECK(ev.baseline == 2 && ev.sensitivity == NU - 2 && ev.step == 10 && ev.trim == 8 && ev.done == 1);
         CHECK(bert8_model_get_info(q)->quantized == 1);
     }
     bert8_model_free(q);
@@ -258,7 +269,9 @@ TEST(all_int8_within_budget_needs_no_search) {
     CHECKF(run_budget(&x, &fe, BERT8_RANK_BOTH, 6.0, NULL, &q, &rep, err, sizeof err) == BERT8_OK, "%s", err);
     CHECK(rep.chosen == -1 && rep.n_trials == 0 && rep.evaluations == 2 && fe.calls == 2);
     CHECK(rep.score == rep.int8_score);
-    for (int u = 0; u < NU && q; u++) CHECK(rep.units[u].mode == BERT8_UNIT_INT8_STATIC && isnan(rep.units[u].metric_drop));
+    for (int u = 0; u < NU && q; u++)
+        CHECK(rep.units[u].mode == (u == ATT0 || u == ATT1 ? BERT8_UNIT_FP32 : BERT8_UNIT_INT8_STATIC) &&
+              isnan(rep.units[u].metric_drop));
     bert8_model_free(q);
     bert8_budget_report_free(&rep);
     fixture_close(&x);
@@ -269,7 +282,8 @@ TEST(all_int8_within_budget_needs_no_search) {
 TEST(budget_that_only_fp32_meets_is_an_error) {
     fixture x;
     if (!fixture_open(&x)) return;
-    static const double all_s[NU] = {1, 1, 1, 1, 1, 1, 1, 1}, all_d[NU] = {0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
+    static const double all_s[NU] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+                        all_d[NU] = {0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
     fake_eval fe = {.pen_s = all_s, .pen_d = all_d};
     bert8_budget_report rep = {0};
     bert8_model *q = NULL;
@@ -277,7 +291,7 @@ TEST(budget_that_only_fp32_meets_is_an_error) {
     bert8_status st = run_budget(&x, &fe, BERT8_RANK_OUTPUT_ERROR, 0.0, NULL, &q, &rep, err, sizeof err);
     CHECK(st == BERT8_ERR_UNSUPPORTED && q == NULL);
     CHECKF(strstr(err, "FP32 model") != NULL, "%s", err);
-    CHECK(rep.n_trials == 1 && rep.trials[0].n_fp32 == NU && rep.trials[0].within);
+    CHECK(rep.n_trials == 1 && rep.trials[0].n_fp32 == NU - 2 && rep.trials[0].within);
     bert8_budget_report_free(&rep);
     fixture_close(&x);
 }
@@ -362,7 +376,7 @@ TEST(budgeted_model_roundtrips_through_its_config) {
                    (double)a.alpha, bert8_unit_mode_name(b.mode), (double)b.alpha);
             kinds[b.mode]++;
         }
-        CHECK(kinds[BERT8_UNIT_FP32] == 2 && kinds[BERT8_UNIT_INT8_DYNAMIC] == 1 && kinds[BERT8_UNIT_INT8_STATIC] == 5);
+        CHECK(kinds[BERT8_UNIT_FP32] == 4 && kinds[BERT8_UNIT_INT8_DYNAMIC] == 1 && kinds[BERT8_UNIT_INT8_STATIC] == 5);
         char path[600];
         snprintf(path, sizeof path, "%s/quantization_config.json", out);
         char *text = tu_read_file(path, NULL);
@@ -394,9 +408,9 @@ TEST(budgeted_model_roundtrips_through_its_config) {
 TEST(quantize_with_unit_modes_builds_that_mix) {
     fixture x;
     if (!fixture_open(&x)) return;
-    bert8_unit_mode modes[NU] = {BERT8_UNIT_INT8_DYNAMIC, BERT8_UNIT_FP32,        BERT8_UNIT_INT8_STATIC,
-                                 BERT8_UNIT_INT8_STATIC,  BERT8_UNIT_FP32,        BERT8_UNIT_INT8_DYNAMIC,
-                                 BERT8_UNIT_INT8_STATIC,  BERT8_UNIT_INT8_DYNAMIC};
+    const bert8_unit_mode S_ = BERT8_UNIT_INT8_STATIC, F_ = BERT8_UNIT_FP32, D_ = BERT8_UNIT_INT8_DYNAMIC;
+    /* layer 0 with an INT8 attention over its dynamic QKV, layer 1 without */
+    bert8_unit_mode modes[NU] = {D_, F_, S_, S_, S_, F_, D_, S_, D_, F_};
     bert8_quant_params qp = bert8_default_quant_params();
     qp.unit_modes = modes;
     bert8_model *q = NULL;
@@ -410,9 +424,19 @@ TEST(quantize_with_unit_modes_builds_that_mix) {
         CHECK(bert8_model_unit(q, NU, &ui) == BERT8_ERR_INVALID_ARG && bert8_model_unit(q, -1, &ui) == BERT8_ERR_INVALID_ARG);
         CHECK(bert8_model_unit(q, 0, &ui) == BERT8_OK && ui.alpha == 0.5f && !strcmp(ui.kind, "qkv"));
         CHECK(bert8_model_unit(q, 1, &ui) == BERT8_OK && ui.alpha < 0 && !strcmp(ui.kind, "attention_output"));
+        CHECK(bert8_model_unit(q, ATT0, &ui) == BERT8_OK && !strcmp(ui.kind, "attention") &&
+              ui.mode == BERT8_UNIT_INT8_STATIC);
     }
     bert8_model_free(q);
     q = NULL;
+    /* an attention unit is static or FP32, and INT8 only over an INT8 qkv unit */
+    modes[ATT0] = D_;
+    CHECK(bert8_quantize(x.f, x.cs.b, (size_t)x.cs.n, &qp, &q, err, sizeof err) == BERT8_ERR_INVALID_ARG);
+    CHECKF(strstr(err, "attention unit runs int8_static or fp32") != NULL, "%s", err);
+    modes[ATT0] = F_;
+    modes[ATT1] = S_;
+    CHECK(bert8_quantize(x.f, x.cs.b, (size_t)x.cs.n, &qp, &q, err, sizeof err) == BERT8_ERR_INVALID_ARG);
+    CHECKF(strstr(err, "needs its qkv unit in INT8") != NULL, "%s", err);
     for (int u = 0; u < NU; u++) modes[u] = BERT8_UNIT_FP32;
     CHECK(bert8_quantize(x.f, x.cs.b, (size_t)x.cs.n, &qp, &q, err, sizeof err) == BERT8_ERR_INVALID_ARG);
     CHECKF(strstr(err, "every unit FP32") != NULL, "%s", err);
@@ -427,6 +451,48 @@ TEST(quantize_with_unit_modes_builds_that_mix) {
     fixture_close(&x);
 }
 
+/* With int8_attention the attention units join the search: never dynamic, straight to FP32. By
+ * hand: only layer 0's INT8 attention costs (2.0); it ranks first (its drop measured from its
+ * QKV alone), the dynamic pass moves the eight Linears for nothing, the FP32 pass moves it and
+ * reaches the budget; trimming undoes the eight Linear moves. */
+TEST(attention_units_join_the_search_with_int8_attention) {
+    fixture x;
+    if (!fixture_open(&x)) return;
+    static const double pen_s[NU] = {0, 0, 0, 0, 2.0, 0, 0, 0, 0, 0}, pen_d[NU] = {0};
+    fake_eval fe = {.pen_s = pen_s, .pen_d = pen_d};
+    bert8_budget_report rep = {0};
+    bert8_model *q = NULL, *r = NULL;
+    char err[1024] = "", out[512];
+    CHECKF(run_budget_att(&x, &fe, BERT8_RANK_METRIC, 0.5, NULL, 1, &q, &rep, err, sizeof err) == BERT8_OK, "%s", err);
+    if (q) {
+        CHECK(rep.int8_score == 88.0 && rep.score == 90.0);
+        CHECK(!rep.units[ATT0].fixed && !rep.units[ATT1].fixed);
+        CHECK(rep.units[ATT0].metric_drop == 2.0 && rep.units[ATT1].metric_drop == 0.0);
+        CHECKF(isfinite(rep.units[ATT0].output_error) && rep.units[ATT0].output_error > 0, "%g",
+               rep.units[ATT0].output_error);
+        const bert8_budget_trial *t = &rep.trials[0];
+        CHECK(t->n_order == NU && t->order[0] == ATT0);
+        CHECK(t->steps == 9 && t->trim_steps == 9);
+        CHECK(t->n_fp32 == 1 && t->n_dynamic == 0 && t->n_static == NU - 1);
+        bert8_unit_mode got[NU];
+        unit_modes_of(q, got);
+        for (int u = 0; u < NU; u++)
+            CHECKF(got[u] == (u == ATT0 ? BERT8_UNIT_FP32 : BERT8_UNIT_INT8_STATIC), "unit %d is %s", u,
+                   bert8_unit_mode_name(got[u]));
+        /* the INT8 attention of layer 1 is saved and loaded back */
+        snprintf(out, sizeof out, "%s/budgeted-att", tu_tmpdir());
+        CHECKF(bert8_model_save(q, out, err, sizeof err) == BERT8_OK, "%s", err);
+        CHECKF(bert8_model_load(out, NULL, &r, err, sizeof err) == BERT8_OK, "%s", err);
+        bert8_unit_mode back[NU];
+        if (r) unit_modes_of(r, back);
+        CHECK(r && memcmp(got, back, sizeof got) == 0);
+    }
+    bert8_model_free(r);
+    bert8_model_free(q);
+    bert8_budget_report_free(&rep);
+    fixture_close(&x);
+}
+
 int main(void) {
     RUN(metric_ranking_follows_the_hand_worked_path);
     RUN(both_rankings_keep_the_result_with_fewest_units_off_int8);
@@ -435,5 +501,6 @@ int main(void) {
     RUN(bad_budgets_and_callbacks_are_refused);
     RUN(budgeted_model_roundtrips_through_its_config);
     RUN(quantize_with_unit_modes_builds_that_mix);
+    RUN(attention_units_join_the_search_with_int8_attention);
     return tu_finish();
 }

@@ -78,14 +78,14 @@ TEST(max_drop_writes_a_model_within_budget_and_a_report) {
     CHECK(isfinite(num(j, "result", "held_out")) && isfinite(num(j, "all_int8", "held_out")));
     CHECK(num(j, "speed", "result_over_all_int8") > 0);
     const cJSON *units = cJSON_GetObjectItemCaseSensitive(j, "units");
-    CHECK(cJSON_GetArraySize(units) == 16);
+    CHECK(cJSON_GetArraySize(units) == 20);
     /* the folder loads with exactly the modes the report gives */
     r = run("info '%s' --json", out);
     CHECKF(r.rc == 0, "%s", r.err);
     cJSON *info = cJSON_Parse(r.out);
     const cJSON *iu = cJSON_GetObjectItemCaseSensitive(info, "units");
-    CHECK(cJSON_GetArraySize(iu) == 16);
-    for (int u = 0; u < 16 && cJSON_GetArraySize(iu) == 16; u++) {
+    CHECK(cJSON_GetArraySize(iu) == 20);
+    for (int u = 0; u < 20 && cJSON_GetArraySize(iu) == 20; u++) {
         const cJSON *a = cJSON_GetArrayItem(units, u), *b = cJSON_GetArrayItem(iu, u);
         const char *ma = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "mode"));
         const char *mb = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(b, "mode"));

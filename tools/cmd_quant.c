@@ -501,6 +501,7 @@ static int unit_op(const char *kind) {
     if (!strcmp(kind, "attention_output")) return BERT8_OP_ATTN_OUT;
     if (!strcmp(kind, "ffn_in")) return BERT8_OP_FFN_IN;
     if (!strcmp(kind, "ffn_out")) return BERT8_OP_FFN_OUT;
+    if (!strcmp(kind, "attention")) return BERT8_OP_ATTENTION;
     return -1;
 }
 
@@ -549,6 +550,7 @@ static int budget_report_json(const budget_run *b, const char *path) {
     cJSON_AddStringToObject(o, "data", b->bo.data);
     cJSON_AddStringToObject(o, "scheme", b->qp.scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic");
     cJSON_AddStringToObject(o, "alpha", alpha_name(&b->qp, ab, sizeof ab));
+    cJSON_AddStringToObject(o, "attention", b->qp.int8_attention ? "int8" : "fp32");
     cJSON_AddNumberToObject(o, "max_drop", r->max_drop);
     cJSON_AddNumberToObject(o, "tune_examples", (double)b->nt);
     cJSON_AddNumberToObject(o, "held_out_examples", (double)b->nh);
@@ -592,7 +594,7 @@ static int budget_report_json(const budget_run *b, const char *path) {
         cJSON_AddStringToObject(x, "mode", bert8_unit_mode_name(bu->mode));
         if (isfinite(bu->output_error)) cJSON_AddNumberToObject(x, "output_error", bu->output_error);
         if (isfinite(bu->metric_drop)) cJSON_AddNumberToObject(x, "metric_drop", bu->metric_drop);
-        if (bu->fixed) cJSON_AddBoolToObject(x, "keep_fp32", 1);
+        if (bu->fixed) cJSON_AddBoolToObject(x, "fixed", 1); /* not searched */
         cJSON_AddItemToArray(units, x);
     }
     const bench_result *br = &b->br;
@@ -629,9 +631,9 @@ static void budget_table(const budget_run *b) {
     char ab[32], label[96];
     const char *scheme = b->qp.scheme == BERT8_SCHEME_STATIC ? "int8_static" : "int8_dynamic";
     const char *metric = eval_headline_name(b->es.o.task);
-    printf("bert8 quantize %s: %s W8A8 (alpha %s), budget %.2f points of %s %s\n", b->dir,
-           b->qp.scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic", alpha_name(&b->qp, ab, sizeof ab), r->max_drop,
-           b->bo.task, metric);
+    printf("bert8 quantize %s: %s W8A8 (alpha %s), %s attention, budget %.2f points of %s %s\n", b->dir,
+           b->qp.scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic", alpha_name(&b->qp, ab, sizeof ab),
+           b->qp.int8_attention ? "INT8" : "FP32", r->max_drop, b->bo.task, metric);
     printf("  %s: %lld examples tune the search, %lld held out (scored only at the end)\n", b->bo.data,
            (long long)b->nt, (long long)b->nh);
     printf("  searched score: %s\n", b->be.fp32_ex ? "conservative (an example counts at most what it scores in FP32: "
@@ -678,7 +680,10 @@ static void budget_table(const budget_run *b) {
     int64_t changed[BERT8_OP_COUNT] = {0};
     for (int64_t u = 0; u < r->n_units; u++) {
         const int op = unit_op(r->units[u].kind);
-        if (op >= 0 && strcmp(bert8_unit_mode_name(r->units[u].mode), scheme)) changed[op]++;
+        const bool att = op == BERT8_OP_ATTENTION;
+        if (op >= 0 && !(att && r->units[u].fixed) &&
+            strcmp(bert8_unit_mode_name(r->units[u].mode), att ? "int8_static" : scheme))
+            changed[op]++;
     }
     const bench_result *br = &b->br;
     printf("\n  units kept out of %s:\n", scheme);
@@ -687,7 +692,9 @@ static void budget_table(const budget_run *b) {
     int64_t shown = 0;
     for (int64_t u = 0; u < r->n_units; u++) {
         const bert8_budget_unit *bu = &r->units[u];
-        if (!strcmp(bert8_unit_mode_name(bu->mode), scheme)) continue;
+        const bool att = !strcmp(bu->kind, "attention");
+        /* an attention unit is int8_static when INT8; unsearched ones are not listed */
+        if (!strcmp(bert8_unit_mode_name(bu->mode), att ? "int8_static" : scheme) || (att && bu->fixed)) continue;
         shown++;
         printf("  %5lld  %-17s  %-12s  %12.3g  ", (long long)bu->layer, bu->kind, bert8_unit_mode_name(bu->mode),
                bu->output_error);
@@ -814,9 +821,10 @@ static int quantize_budget(budget_run *b, const bert8_tokenizer *tok, const bert
     for (int64_t u = 0; u < U; u++) {
         rm[u] = r->units[u].mode;
         fm[u] = BERT8_UNIT_FP32;
-        b->all_int8[u] = r->units[u].fixed ? BERT8_UNIT_FP32
-                                           : b->qp.scheme == BERT8_SCHEME_STATIC ? BERT8_UNIT_INT8_STATIC
-                                                                                 : BERT8_UNIT_INT8_DYNAMIC;
+        b->all_int8[u] = r->units[u].fixed                        ? BERT8_UNIT_FP32
+                         : !strcmp(r->units[u].kind, "attention")    ? BERT8_UNIT_INT8_STATIC
+                         : b->qp.scheme == BERT8_SCHEME_STATIC      ? BERT8_UNIT_INT8_STATIC
+                                                                     : BERT8_UNIT_INT8_DYNAMIC;
     }
     b->searched[ROW_FP32] = r->fp32_score;
     b->searched[ROW_INT8] = r->int8_score;

@@ -55,6 +55,14 @@ bert8_status b8_quantize_group(const float *w, const float *b, int64_t n, int64_
 bert8_status b8_group_output_error(const float *w, int64_t n, int64_t k, const b8_site_stats *ss, const b8_qlinear *q,
                                    double *rel, b8_err *e);
 
+/* Whether p asks for an INT8 attention in any of `layers` layers (int8_attention, or an attention
+ * unit of unit_modes). */
+bool b8_quant_attention(const bert8_quant_params *p, int64_t layers);
+
+/* The per-tensor scales of Q, K and V of layer l (max |x| / 127 over the calibration set; needs
+ * b8_calib_init with attention). */
+void b8_qattn_scales(const b8_calib *c, int64_t l, float sc[3]);
+
 /* Whether the keep_fp32 glob patterns name a checkpoint weight of group g of layer l. */
 bool b8_group_kept(const bert8_model *m, int64_t l, b8_group g, const char *patterns);
 

@@ -172,20 +172,47 @@ bert8_status b8_quant_check(const bert8_model *fp32, const bert8_quant_params *p
     if (p->int8_attention != 0 && p->int8_attention != 1)
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "int8_attention must be 0 or 1");
     const int64_t d = fp32->cfg.hidden_size / fp32->cfg.num_heads;
-    if (p->int8_attention && d % 4)
+    if (b8_quant_attention(p, fp32->cfg.num_layers) && d % 4)
         return b8_fail(e, BERT8_ERR_UNSUPPORTED, "INT8 attention needs a head size that is a multiple of 4, not %lld",
                        (long long)d);
     if (!p->unit_modes) return BERT8_OK;
     const int64_t U = bert8_model_unit_count(fp32);
     bool any_int8 = false;
     for (int64_t u = 0; u < U; u++) {
-        if (!b8_unit_mode_valid(p->unit_modes[u]))
+        const bert8_unit_mode mode = p->unit_modes[u];
+        const b8_unit_desc *ud = &b8_unit_table[u % B8_UNITS_PER_LAYER];
+        if (!b8_unit_mode_valid(mode))
             return b8_fail(e, BERT8_ERR_INVALID_ARG, "unit_modes[%lld] = %d is not a bert8_unit_mode", (long long)u,
-                           (int)p->unit_modes[u]);
-        any_int8 = any_int8 || p->unit_modes[u] != BERT8_UNIT_FP32;
+                           (int)mode);
+        if (ud->kind == B8_UNIT_ATTENTION && mode == BERT8_UNIT_INT8_DYNAMIC)
+            return b8_fail(e, BERT8_ERR_INVALID_ARG, "unit_modes[%lld]: an attention unit runs int8_static or fp32",
+                           (long long)u);
+        if (ud->kind == B8_UNIT_ATTENTION && mode != BERT8_UNIT_FP32 &&
+            p->unit_modes[u - u % B8_UNITS_PER_LAYER + B8_UNIT_QKV_POS] == BERT8_UNIT_FP32)
+            return b8_fail(e, BERT8_ERR_INVALID_ARG,
+                           "unit_modes[%lld]: INT8 attention of layer %lld needs its qkv unit in INT8", (long long)u,
+                           (long long)(u / B8_UNITS_PER_LAYER));
+        any_int8 = any_int8 || mode != BERT8_UNIT_FP32;
     }
     if (!any_int8) return b8_fail(e, BERT8_ERR_INVALID_ARG, "unit_modes keeps every unit FP32: nothing to quantize");
     return BERT8_OK;
+}
+
+bool b8_quant_attention(const bert8_quant_params *p, int64_t layers) {
+    if (!p->unit_modes) return p->int8_attention;
+    for (int64_t l = 0; l < layers; l++)
+        if (p->unit_modes[l * B8_UNITS_PER_LAYER + B8_UNIT_ATTENTION_POS] != BERT8_UNIT_FP32) return true;
+    return false;
+}
+
+void b8_qattn_scales(const b8_calib *cs, int64_t l, float sc[3]) {
+    const b8_site sites[3] = {B8_SITE_Q, B8_SITE_K, B8_SITE_V};
+    for (int i = 0; i < 3; i++) {
+        const b8_site_stats *ss = b8_calib_site(cs, l, sites[i]);
+        float mx = 0;
+        for (int64_t j = 0; j < ss->k; j++) mx = ss->amax[j] > mx ? ss->amax[j] : mx;
+        sc[i] = mx > 0 ? mx / 127.0f : 1.0f;
+    }
 }
 
 bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, size_t n_calib,
@@ -203,7 +230,8 @@ bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, s
     bert8_status st = b8_quant_check(fp32, &p, &e);
     if (st) return put_err(st, err, err_len, e.msg);
     if (n_calib == 0) return put_err(BERT8_ERR_INVALID_ARG, err, err_len, "calibration needs at least one sequence");
-    if ((st = b8_calib_init(&cs, fp32, p.smooth && p.alpha < 0, p.int8_attention, &e)))
+    const bool attention = b8_quant_attention(&p, L);
+    if ((st = b8_calib_init(&cs, fp32, p.smooth && p.alpha < 0, attention, &e)))
         return put_err(st, err, err_len, e.msg);
     /* 1. run the FP32 model over the calibration set, recording every Linear's input */
     if ((st = b8_calib_run(&cs, fp32, calib, n_calib, p.max_samples, p.progress, &e))) goto done;
@@ -243,15 +271,11 @@ bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, s
                 goto done;
             }
         }
-        if (p.int8_attention && m->layers[l].q[B8_GROUP_QKV]) {
+        const bool att_l = p.unit_modes ? p.unit_modes[l * B8_UNITS_PER_LAYER + B8_UNIT_ATTENTION_POS] != BERT8_UNIT_FP32
+                                        : p.int8_attention;
+        if (att_l && m->layers[l].q[B8_GROUP_QKV]) {
             float sc[3];
-            const b8_site sites[3] = {B8_SITE_Q, B8_SITE_K, B8_SITE_V};
-            for (int i = 0; i < 3; i++) {
-                const b8_site_stats *ss = b8_calib_site(&cs, l, sites[i]);
-                float mx = 0;
-                for (int64_t j = 0; j < ss->k; j++) mx = ss->amax[j] > mx ? ss->amax[j] : mx;
-                sc[i] = mx > 0 ? mx / 127.0f : 1.0f;
-            }
+            b8_qattn_scales(&cs, l, sc);
             if ((st = b8_qattn_make(sc[0], sc[1], sc[2], m->cfg.hidden_size, &m->layers[l].att, &e))) goto done;
         }
         if (p.progress) b8_calib_progress("quantizing", l + 1, L);
