@@ -214,6 +214,21 @@ bert8_status bert8_measure_peaks(int threads, bert8_peaks *out);
 
 /* ---- INT8 quantization (SmoothQuant W8A8) -------------------------------------------- */
 
+/* A quantization unit is one part of a layer that runs in FP32 or INT8 on its own: the four
+ * Linear groups of each layer, "qkv" (Q, K and V as one product), "attention_output", "ffn_in",
+ * "ffn_out", then its "attention" (the products Q K^T and P V; int8_static or fp32, and INT8 only
+ * while the layer's qkv unit is). Units are numbered layer by layer (unit = layer * 5 +
+ * position), so bert8_model_unit_count() is num_layers x 5. */
+typedef enum bert8_unit_mode {
+    BERT8_UNIT_FP32,         /* kept in FP32 */
+    BERT8_UNIT_INT8_STATIC,  /* int8 weights; int8 activations with a calibrated scale per tensor */
+    BERT8_UNIT_INT8_DYNAMIC  /* int8 weights; int8 activations with a scale per token at run time */
+} bert8_unit_mode;
+
+/* "fp32", "int8_static", "int8_dynamic" (the names quantization_config.json uses); "?" when out of
+ * range. A static string. */
+const char *bert8_unit_mode_name(bert8_unit_mode mode);
+
 typedef struct bert8_quant_params {
     bert8_scheme scheme;
     float alpha;            /* SmoothQuant migration strength in [0, 1]; < 0 searches a
@@ -227,6 +242,11 @@ typedef struct bert8_quant_params {
                                product stays FP32 keep FP32 attention) */
     int int8_embeddings;    /* 1: the word embedding rows are stored int8 with a scale per row
                                and dequantized when gathered (XLM-R's 250k rows: 4x less) */
+    const bert8_unit_mode *unit_modes; /* NULL: every Linear in the scheme's mode, the attention as
+                               int8_attention says; else one mode per unit
+                               (bert8_model_unit_count() entries, attention units included, and
+                               int8_attention is not used), e.g. a budget search's result;
+                               keep_fp32 still wins. At least one unit must be INT8. */
 } bert8_quant_params;
 
 bert8_quant_params bert8_default_quant_params(void);
@@ -236,6 +256,140 @@ bert8_quant_params bert8_default_quant_params(void);
 bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, size_t n_calib,
                             const bert8_quant_params *params, bert8_model **out, char *err,
                             size_t err_len);
+
+/* ---- Quantization units of a model ----------------------------------------------------- */
+
+typedef struct bert8_unit_info {
+    int64_t layer;
+    const char *kind;      /* "qkv", "attention_output", "ffn_in", "ffn_out", "attention" (static) */
+    bert8_unit_mode mode;  /* how it runs in this model (FP32 throughout for an FP32 model) */
+    float alpha;           /* SmoothQuant alpha of an INT8 unit; < 0 when unsmoothed or FP32 */
+} bert8_unit_info;
+
+/* The number of units of a model (num_layers x units per layer); 0 for NULL. */
+int64_t bert8_model_unit_count(const bert8_model *model);
+/* Unit i (0 <= i < bert8_model_unit_count()): its layer, kind and mode. */
+bert8_status bert8_model_unit(const bert8_model *model, int64_t i, bert8_unit_info *out);
+
+/* ---- INT8 to an accuracy budget ------------------------------------------------------------
+ * bert8_quantize_budget quantizes every unit, scores the result with the caller's evaluation
+ * callback and, while the score is more than max_drop below the FP32 model's, moves the most
+ * sensitive remaining unit to a safer form: int8_dynamic first (per-token activation scales),
+ * and once every Linear is dynamic, FP32 (an attention unit goes straight to FP32), re-scoring
+ * after each move. It stops at the first
+ * configuration within the budget. Then (trim, on by default) each moved unit, last moved first,
+ * is tried one rung back up and stays there when the score is still within the budget, so no
+ * single move is kept that the budget does not need. Sensitivity is ranked two ways:
+ *   output error: each unit's INT8-vs-FP32 output error on the calibration rows (no evaluation;
+ *                 for an attention unit, its context on a few calibration sequences);
+ *   metric:       the score with only that unit in INT8 (one evaluation per unit; an attention
+ *                 unit's drop is measured from its layer's qkv unit alone in INT8).
+ * With BERT8_RANK_BOTH both orders are followed and the result with the fewest FP32 units (then
+ * the fewest dynamic ones, then the higher score) is kept; the report says which.
+ *
+ * Scores are whatever the callback returns, higher is better, in the units of max_drop (the
+ * CLI uses points: accuracy x 100). Tune on data the final figure is not reported on: the
+ * callback should score a tuning slice, and the caller report the rest. */
+
+/* Scores a candidate model (higher is better). The model is valid only during the call. Returns
+ * BERT8_OK, or a status with a message in err (at most err_len bytes), which ends the search. */
+typedef bert8_status (*bert8_eval_fn)(void *ctx, const bert8_model *candidate, double *score, char *err,
+                                      size_t err_len);
+
+typedef enum bert8_ranking {
+    BERT8_RANK_BOTH,          /* follow both orders below, keep the better result */
+    BERT8_RANK_OUTPUT_ERROR,  /* most output error first (calibration rows, no evaluation) */
+    BERT8_RANK_METRIC         /* largest drop with only that unit in INT8 first (ties: output error) */
+} bert8_ranking;
+
+/* "both", "output-error", "metric"; "?" when out of range. */
+const char *bert8_ranking_name(bert8_ranking ranking);
+
+typedef enum bert8_budget_stage {
+    BERT8_BUDGET_BASELINE,     /* unit -1: the FP32 score (mode FP32), then the all-INT8 score */
+    BERT8_BUDGET_SENSITIVITY,  /* unit alone in INT8 scored (metric ranking); done/total */
+    BERT8_BUDGET_STEP,         /* unit moved to mode, the candidate scored; done = steps so far */
+    BERT8_BUDGET_TRIM,         /* unit tried back up at mode; accepted says whether it stays */
+    BERT8_BUDGET_TRIAL_DONE    /* the search along `ranking` ended at score (unit -1) */
+} bert8_budget_stage;
+
+typedef struct bert8_budget_event {
+    bert8_budget_stage stage;
+    bert8_ranking ranking;     /* the order being followed (STEP, TRIAL_DONE) */
+    int64_t unit;              /* a unit index, or -1 */
+    bert8_unit_mode mode;
+    double score, drop;        /* drop = FP32 score - score */
+    int64_t done, total;
+    int64_t evaluations;       /* callback calls so far */
+    int cached;                /* the configuration was scored before; no new evaluation */
+    int accepted;              /* TRIM: the unit stays at mode */
+} bert8_budget_event;
+
+typedef void (*bert8_budget_progress_fn)(void *ctx, const bert8_budget_event *event);
+
+typedef struct bert8_budget_params {
+    double max_drop;           /* score the result may lose against FP32: finite and >= 0 */
+    bert8_ranking ranking;     /* default BOTH */
+    int allow_dynamic;         /* 1 (default): static units go to int8_dynamic before FP32 */
+    int trim;                  /* 1 (default): try moved units back up once within the budget */
+    bert8_eval_fn eval;        /* required */
+    void *eval_ctx;
+    bert8_budget_progress_fn progress; /* may be NULL */
+    void *progress_ctx;
+} bert8_budget_params;
+
+bert8_budget_params bert8_default_budget_params(void);
+
+typedef struct bert8_budget_unit {
+    int64_t layer;
+    const char *kind;
+    double output_error;   /* ||Y_int8 - Y||^2 / ||Y||^2 of its INT8 form on the sampled
+                              calibration rows (its input taken from the FP32 model) */
+    double metric_drop;    /* FP32 score - score with only this unit in INT8; NaN when not measured */
+    bert8_unit_mode mode;  /* in the result */
+    int fixed;             /* not searched: kept FP32 by keep_fp32, or an attention unit without
+                              int8_attention (or over a kept qkv unit) */
+} bert8_budget_unit;
+
+typedef struct bert8_budget_trial {
+    bert8_ranking ranking;    /* OUTPUT_ERROR or METRIC */
+    int64_t *order;           /* [n_order] searched units, most sensitive first */
+    int64_t n_order;
+    bert8_unit_mode *modes;   /* [n_units] where this order stopped */
+    double score;             /* its score */
+    int64_t steps;            /* moves down the ladder until within the budget */
+    double first_score;       /* the score after those moves, before trimming */
+    int64_t first_off;        /* units off the scheme's mode then */
+    int64_t trim_steps;       /* moves tried back up */
+    int64_t n_static, n_dynamic, n_fp32; /* searched units in each mode (fixed ones not counted) */
+    int within;               /* 1 when it ended within the budget */
+} bert8_budget_trial;
+
+typedef struct bert8_budget_report {
+    double max_drop;
+    double fp32_score, int8_score; /* FP32; every searched unit in the scheme's INT8 mode */
+    double score;                  /* the result */
+    int64_t n_units;
+    bert8_budget_unit *units;      /* [n_units] */
+    int n_trials;
+    bert8_budget_trial trials[2];
+    int chosen;                    /* the trial the result is, -1 when all-INT8 met the budget */
+    int64_t evaluations;           /* callback calls */
+} bert8_budget_report;
+
+/* Frees what the library allocated in a report and zeroes it; NULL is a no-op. */
+void bert8_budget_report_free(bert8_budget_report *report);
+
+/* Calibrates as bert8_quantize does (quant: scheme, alpha, smoothing, keep_fp32, progress,
+ * int8_attention, which makes the attention units part of the search; unit_modes must be NULL)
+ * and searches as described above. report (may be NULL; zero it before
+ * the first use) is filled when the search ran, also when it fails later. When even the best
+ * configuration keeps every unit FP32, the call fails with BERT8_ERR_UNSUPPORTED (use the FP32
+ * model). The FP32 model is left unchanged. */
+bert8_status bert8_quantize_budget(const bert8_model *fp32, const bert8_batch *calib, size_t n_calib,
+                                   const bert8_quant_params *quant, const bert8_budget_params *budget,
+                                   bert8_model **out, bert8_budget_report *report, char *err,
+                                   size_t err_len);
 
 /* Writes a loadable folder (config.json, model.safetensors, quantization_config.json) for an
  * INT8 model; tokenizer files of the source folder are copied. */

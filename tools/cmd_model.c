@@ -25,6 +25,44 @@ static const char *head_name(bert8_head h) {
     return "?";
 }
 
+/* The quantization units of an INT8 model: as a JSON array, or one table row per layer. */
+static void print_units_json(const bert8_model *m) {
+    printf(",\"units\":[");
+    for (int64_t u = 0; u < bert8_model_unit_count(m); u++) {
+        bert8_unit_info ui;
+        if (bert8_model_unit(m, u, &ui)) continue;
+        printf("%s{\"layer\":%lld,\"kind\":\"%s\",\"mode\":\"%s\",\"alpha\":", u ? "," : "", (long long)ui.layer,
+               ui.kind, bert8_unit_mode_name(ui.mode));
+        if (ui.alpha < 0) printf("null}");
+        else printf("%g}", (double)ui.alpha);
+    }
+    printf("]");
+}
+
+static void print_units_text(const bert8_model *m) {
+    const int64_t n = bert8_model_unit_count(m);
+    int64_t count[3] = {0, 0, 0};
+    bert8_unit_info ui;
+    for (int64_t u = 0; u < n; u++)
+        if (!bert8_model_unit(m, u, &ui) && ui.mode >= BERT8_UNIT_FP32 && ui.mode <= BERT8_UNIT_INT8_DYNAMIC)
+            count[ui.mode]++;
+    printf("units:            %lld int8_static, %lld int8_dynamic, %lld fp32 (a=: SmoothQuant alpha)\n",
+           (long long)count[BERT8_UNIT_INT8_STATIC], (long long)count[BERT8_UNIT_INT8_DYNAMIC],
+           (long long)count[BERT8_UNIT_FP32]);
+    int64_t layer = -1;
+    for (int64_t u = 0; u < n; u++) {
+        if (bert8_model_unit(m, u, &ui)) continue;
+        if (ui.layer != layer) {
+            printf("%s  layer %-3lld", layer >= 0 ? "\n" : "", (long long)ui.layer);
+            layer = ui.layer;
+        }
+        char alpha[32] = "";
+        if (ui.mode != BERT8_UNIT_FP32 && ui.alpha >= 0) snprintf(alpha, sizeof alpha, " a=%.2f", (double)ui.alpha);
+        printf("  %s %s%s", ui.kind, bert8_unit_mode_name(ui.mode), alpha);
+    }
+    if (layer >= 0) printf("\n");
+}
+
 int cmd_info(int argc, char **argv) {
     cli_args a;
     cli_args_init(&a, argc, argv);
@@ -40,7 +78,7 @@ int cmd_info(int argc, char **argv) {
                "\"vocab_size\":%lld,\"hidden_size\":%lld,\"num_layers\":%lld,\"num_heads\":%lld,"
                "\"intermediate_size\":%lld,\"max_position_embeddings\":%lld,\"type_vocab_size\":%lld,"
                "\"num_labels\":%lld,\"hidden_act\":\"%s\",\"layer_norm_eps\":%g,\"has_pooler\":%s,"
-               "\"quantized\":%s,\"tensor_count\":%lld,\"weight_bytes\":%lld,\"param_count\":%lld}\n",
+               "\"quantized\":%s,\"tensor_count\":%lld,\"weight_bytes\":%lld,\"param_count\":%lld",
                i->model_type, arch_name(i->arch), i->architecture, head_name(i->head),
                (long long)i->vocab_size, (long long)i->hidden_size, (long long)i->num_layers,
                (long long)i->num_heads, (long long)i->intermediate_size,
@@ -48,6 +86,8 @@ int cmd_info(int argc, char **argv) {
                (long long)i->num_labels, i->hidden_act, i->layer_norm_eps,
                i->has_pooler ? "true" : "false", i->quantized ? "true" : "false",
                (long long)i->tensor_count, (long long)i->weight_bytes, (long long)i->param_count);
+        if (i->quantized) print_units_json(m);
+        printf("}\n");
     } else {
         printf("model:            %s\n", dir);
         printf("model_type:       %s (%s)\n", i->model_type, arch_name(i->arch));
@@ -70,6 +110,7 @@ int cmd_info(int argc, char **argv) {
         }
         printf("layer norm eps:   %g\n", i->layer_norm_eps);
         printf("precision:        %s\n", i->quantized ? "int8 (quantized)" : "fp32");
+        if (i->quantized) print_units_text(m);
         printf("tensors:          %lld (%.2f MB)\n", (long long)i->tensor_count, i->weight_bytes / 1e6);
         printf("parameters:       %lld\n", (long long)i->param_count);
     }

@@ -1,7 +1,10 @@
-/* cmd_quant.c: `bert8 quantize` (calibrate + SmoothQuant + save an INT8 folder), and the
- * calibration-text helpers it shares with `bert8 bench` (calib_text.h). */
+/* cmd_quant.c: `bert8 quantize` (calibrate + SmoothQuant + save an INT8 folder; with --max-drop,
+ * to an accuracy budget), and the calibration-text helpers it shares with `bert8 bench`
+ * (calib_text.h). */
 #include "calib_text.h"
 #include "cli.h"
+#include "eval_set.h"
+#include "text_runner.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -213,6 +216,712 @@ bool parse_alpha(const char *cmd, const char *v, float *alpha, int *smooth) {
     return true;
 }
 
+/* ---- timing two models side by side (the speed cost of a budgeted model) ----------------
+ * As `bert8 bench` times: the same deterministic token ids, a warm-up pass each, then passes of
+ * the two models interleaved in this process, medians compared. */
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Token ids for timing: deterministic, away from the special ids at the low end. */
+static int32_t *timing_ids(const bert8_model_info *info, int64_t B, int64_t S) {
+    int32_t *ids = malloc((size_t)(B * S) * sizeof *ids);
+    for (int64_t i = 0; ids && i < B * S; i++)
+        ids[i] = (int32_t)(5 + ((uint64_t)i * 2654435761u) % (uint64_t)(info->vocab_size - 5));
+    return ids;
+}
+
+typedef struct bench_result {
+    long iters;
+    double med[2], best[2];       /* seconds per forward pass of models a and b */
+    double op[2][BERT8_OP_COUNT]; /* seconds per pass spent in each op (median over the passes) */
+} bench_result;
+
+/* Times models a and b on one batch in this process: a warm-up pass each (allocations,
+ * primitive creation), then iters passes of each, interleaved so that both see the same machine
+ * (iters 0: about `seconds` of timing in all, 3 to 50 passes). */
+static int bench_pair(const char *cmd, const bert8_model *a, const bert8_model *b, const bert8_batch *batch,
+                      long iters, double seconds, bench_result *r) {
+    bert8_session *sa = NULL, *sb = NULL;
+    double *ta = NULL, *tb = NULL, *ops = NULL;
+    int rc = 1;
+    memset(r, 0, sizeof *r);
+    if (bert8_session_create(a, &sa) || bert8_session_create(b, &sb)) {
+        cli_error(cmd, "out of memory creating sessions");
+        goto out;
+    }
+    bert8_outputs o;
+    bert8_status st;
+    if ((st = bert8_forward(sa, batch, &o)) || (st = bert8_forward(sb, batch, &o))) {
+        cli_error(cmd, "forward failed: %s", bert8_session_last_error(st ? sb : sa));
+        goto out;
+    }
+    double t0 = omp_get_wtime();
+    bert8_forward(sa, batch, &o);
+    double one = omp_get_wtime() - t0;
+    if (iters == 0) iters = (long)(seconds / (one * 1.5 + 1e-9));
+    if (iters < 3) iters = 3;
+    if (iters > 50) iters = 50;
+    /* ops[(model * BERT8_OP_COUNT + op) * iters + pass]: per-pass times, whose medians resist the
+     * odd pass another process slows down */
+    if (!(ta = malloc((size_t)iters * sizeof *ta)) || !(tb = malloc((size_t)iters * sizeof *tb)) ||
+        !(ops = malloc((size_t)iters * 2 * BERT8_OP_COUNT * sizeof *ops))) {
+        cli_error(cmd, "out of memory");
+        goto out;
+    }
+    for (long i = 0; i < iters; i++) {
+        double pa[BERT8_OP_COUNT], pb[BERT8_OP_COUNT];
+        bert8_session_set_profiling(sa, 1); /* clears the sums */
+        bert8_session_set_profiling(sb, 1);
+        double a0 = omp_get_wtime();
+        bert8_forward(sa, batch, &o);
+        double a1 = omp_get_wtime();
+        bert8_forward(sb, batch, &o);
+        double a2 = omp_get_wtime();
+        ta[i] = a1 - a0;
+        tb[i] = a2 - a1;
+        bert8_session_get_profile(sa, pa);
+        bert8_session_get_profile(sb, pb);
+        for (int k = 0; k < BERT8_OP_COUNT; k++) {
+            ops[(size_t)k * iters + i] = pa[k];
+            ops[(size_t)(BERT8_OP_COUNT + k) * iters + i] = pb[k];
+        }
+    }
+    for (int k = 0; k < 2 * BERT8_OP_COUNT; k++) {
+        double *v = ops + (size_t)k * iters;
+        qsort(v, (size_t)iters, sizeof *v, cmp_double);
+        r->op[k / BERT8_OP_COUNT][k % BERT8_OP_COUNT] = v[iters / 2];
+    }
+    qsort(ta, (size_t)iters, sizeof *ta, cmp_double);
+    qsort(tb, (size_t)iters, sizeof *tb, cmp_double);
+    r->iters = iters;
+    r->med[0] = ta[iters / 2];
+    r->med[1] = tb[iters / 2];
+    r->best[0] = ta[0];
+    r->best[1] = tb[0];
+    rc = 0;
+out:
+    free(ta);
+    free(tb);
+    free(ops);
+    bert8_session_free(sa);
+    bert8_session_free(sb);
+    return rc;
+}
+
+/* ---- quantize to an accuracy budget (--max-drop) ------------------------------------------
+ * The library searches (bert8_quantize_budget); this part supplies the evaluation callback (the
+ * task's headline metric, in points, on a tuning slice of the eval data), shows the search as it
+ * runs, then scores FP32, the all-INT8 model, the result and each ranking's result on the
+ * held-out rest, times the result against the all-INT8 model, and prints the table. */
+
+typedef struct budget_opts {
+    double max_drop, tune_fraction, bench_seconds;
+    const char *task, *data, *split, *report;
+    long limit, batch;
+    bert8_ranking ranking;
+    int allow_dynamic, trim;
+    bool conservative, quiet;
+} budget_opts;
+
+static bool parse_points(const char *cmd, const char *name, const char *v, double lo, double hi, double *out) {
+    char *end;
+    double x = v ? strtod(v, &end) : NAN;
+    if (!v || !*v || *end || !isfinite(x) || x < lo || x > hi) {
+        cli_error(cmd, "%s must be a finite number in [%g, %g], not \"%s\"", name, lo, hi, v ? v : "");
+        return false;
+    }
+    *out = x;
+    return true;
+}
+
+/* The tuning and held-out slices: a fixed-seed shuffle of the examples, the first
+ * ceil(fraction * n) tune, the rest are held out; both sorted. Deterministic, and interleaved
+ * over the file whatever order its rows are in. */
+static bool split_slices(int64_t n, double fraction, int64_t **tune, int64_t *nt, int64_t **held, int64_t *nh) {
+    int64_t *perm = malloc((size_t)n * sizeof *perm);
+    *tune = malloc((size_t)n * sizeof **tune);
+    *held = malloc((size_t)n * sizeof **held);
+    if (!perm || !*tune || !*held) {
+        free(perm);
+        return false;
+    }
+    uint64_t rng = 0x9E3779B97F4A7C15ULL;
+    for (int64_t i = 0; i < n; i++) perm[i] = i;
+    for (int64_t i = n - 1; i > 0; i--) {
+        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        int64_t j = (int64_t)(rng % (uint64_t)(i + 1)), x = perm[i];
+        perm[i] = perm[j];
+        perm[j] = x;
+    }
+    int64_t k = (int64_t)ceil(fraction * (double)n);
+    if (k < 1) k = 1;
+    if (k > n) k = n;
+    bool *in_tune = calloc((size_t)n, sizeof *in_tune);
+    if (!in_tune) {
+        free(perm);
+        return false;
+    }
+    for (int64_t i = 0; i < k; i++) in_tune[perm[i]] = true;
+    *nt = *nh = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (in_tune[i]) (*tune)[(*nt)++] = i;
+        else (*held)[(*nh)++] = i;
+    }
+    free(in_tune);
+    free(perm);
+    return true;
+}
+
+static bool same_modes(const bert8_budget_report *r, const bert8_unit_mode *a, const bert8_unit_mode *b) {
+    return !memcmp(a, b, (size_t)r->n_units * sizeof *a);
+}
+
+/* A configuration the callback scored: its units' modes, the searched score and the plain metric. */
+typedef struct scored_cfg {
+    bert8_unit_mode *modes;
+    double score, plain;
+} scored_cfg;
+
+typedef struct budget_eval {
+    const eval_set *es;
+    const bert8_tokenizer *tok;
+    const char *dir;
+    bert8_pipeline_params pp;
+    const int64_t *idx; /* the tuning slice */
+    int64_t n;
+    const double *fp32_ex; /* [n] FP32's own score per tuning example; NULL: the plain metric is searched */
+    double *ex;            /* [n] scratch */
+    scored_cfg *seen;
+    size_t n_seen, cap_seen;
+} budget_eval;
+
+/* The task's headline metric in points of model m on examples idx[0..n) (per_example: see
+ * eval_set_score). */
+static bert8_status score_model(const budget_eval *be, const bert8_model *m, const int64_t *idx, int64_t n,
+                                double *per_example, double *score, char *err, size_t err_len) {
+    bert8_pipeline *pl = NULL;
+    bert8_status st = bert8_pipeline_wrap(m, be->tok, be->dir, &be->pp, &pl, err, err_len);
+    if (st) return st;
+    eval_result r;
+    st = eval_set_score(be->es, pl, idx, n, 0, &r, per_example, err, err_len);
+    bert8_pipeline_free(pl);
+    if (!st) *score = eval_headline(be->es->o.task, &r);
+    return st;
+}
+
+static bert8_unit_mode *modes_of(const bert8_model *m) {
+    const int64_t n = bert8_model_unit_count(m);
+    bert8_unit_mode *modes = malloc((size_t)n * sizeof *modes + 1);
+    for (int64_t u = 0; modes && u < n; u++) {
+        bert8_unit_info ui;
+        modes[u] = bert8_model_unit(m, u, &ui) ? BERT8_UNIT_FP32 : ui.mode;
+    }
+    return modes;
+}
+
+/* The evaluation callback of the search, on the tuning slice. Conservative (the default where
+ * the metric is a mean over examples): each example counts at most what it scores under FP32,
+ * so quantization is charged for every example it breaks and credited for none it happens to
+ * fix; a configuration that flips many predictions both ways cannot pass as harmless. */
+static bert8_status budget_score(void *ctx, const bert8_model *cand, double *score, char *err, size_t err_len) {
+    budget_eval *be = ctx;
+    double plain;
+    bert8_status st = score_model(be, cand, be->idx, be->n, be->ex, &plain, err, err_len);
+    if (st) return st;
+    *score = plain;
+    if (be->fp32_ex) {
+        double sum = 0;
+        for (int64_t i = 0; i < be->n; i++) sum += be->ex[i] < be->fp32_ex[i] ? be->ex[i] : be->fp32_ex[i];
+        *score = 100.0 * sum / (double)be->n;
+    }
+    if (be->n_seen == be->cap_seen) {
+        size_t cap = be->cap_seen ? be->cap_seen * 2 : 64;
+        scored_cfg *ns = realloc(be->seen, cap * sizeof *ns);
+        if (!ns) return snprintf(err, err_len, "out of memory"), BERT8_ERR_NOMEM;
+        be->seen = ns;
+        be->cap_seen = cap;
+    }
+    bert8_unit_mode *modes = modes_of(cand);
+    if (!modes) return snprintf(err, err_len, "out of memory"), BERT8_ERR_NOMEM;
+    be->seen[be->n_seen++] = (scored_cfg){modes, *score, plain};
+    return BERT8_OK;
+}
+
+/* The plain tuning metric of a configuration the search scored, or NAN. */
+static double plain_of(const budget_eval *be, const bert8_unit_mode *modes, int64_t units) {
+    for (size_t i = 0; i < be->n_seen; i++)
+        if (!memcmp(be->seen[i].modes, modes, (size_t)units * sizeof *modes)) return be->seen[i].plain;
+    return NAN;
+}
+
+typedef struct budget_view {
+    const bert8_model *m;
+    bool quiet;
+} budget_view;
+
+static void unit_label(const bert8_model *m, int64_t u, char *out, size_t n) {
+    bert8_unit_info ui;
+    if (u >= 0 && !bert8_model_unit(m, u, &ui)) snprintf(out, n, "layer %lld %s", (long long)ui.layer, ui.kind);
+    else snprintf(out, n, "unit %lld", (long long)u);
+}
+
+/* The progress display: one line per scored configuration, on stderr. */
+static void budget_progress(void *ctx, const bert8_budget_event *ev) {
+    const budget_view *v = ctx;
+    if (v->quiet) return;
+    char u[96];
+    unit_label(v->m, ev->unit, u, sizeof u);
+    const char *seen = ev->cached ? ", seen before" : "";
+    switch (ev->stage) {
+    case BERT8_BUDGET_BASELINE:
+        if (ev->mode == BERT8_UNIT_FP32) fprintf(stderr, "budget: FP32 scores %.2f on the tuning slice\n", ev->score);
+        else
+            fprintf(stderr, "budget: all units %s: %.2f (drop %.2f)\n", bert8_unit_mode_name(ev->mode), ev->score,
+                    ev->drop);
+        break;
+    case BERT8_BUDGET_SENSITIVITY:
+        fprintf(stderr, "budget: metric ranking %2lld/%lld: %-28s alone in %s: %.2f (drop %+.2f)%s\n",
+                (long long)ev->done, (long long)ev->total, u, bert8_unit_mode_name(ev->mode), ev->score, ev->drop,
+                seen);
+        break;
+    case BERT8_BUDGET_STEP:
+        fprintf(stderr, "budget: [%s] move %2lld: %-28s -> %-12s %.2f (drop %.2f)  [%lld evaluations%s]\n",
+                bert8_ranking_name(ev->ranking), (long long)ev->done, u, bert8_unit_mode_name(ev->mode), ev->score,
+                ev->drop, (long long)ev->evaluations, seen);
+        break;
+    case BERT8_BUDGET_TRIM:
+        fprintf(stderr, "budget: [%s] trim %2lld: %-28s back to %-12s %.2f (drop %.2f): %s%s\n",
+                bert8_ranking_name(ev->ranking), (long long)ev->done, u, bert8_unit_mode_name(ev->mode), ev->score,
+                ev->drop, ev->accepted ? "kept" : "undone", seen);
+        break;
+    case BERT8_BUDGET_TRIAL_DONE:
+        fprintf(stderr, "budget: [%s] ends at %.2f (drop %.2f) after %lld moves\n", bert8_ranking_name(ev->ranking),
+                ev->score, ev->drop, (long long)ev->done);
+        break;
+    }
+}
+
+/* Op of the forward-pass profile that times a unit kind's GEMM. */
+static int unit_op(const char *kind) {
+    if (!strcmp(kind, "qkv")) return BERT8_OP_QKV;
+    if (!strcmp(kind, "attention_output")) return BERT8_OP_ATTN_OUT;
+    if (!strcmp(kind, "ffn_in")) return BERT8_OP_FFN_IN;
+    if (!strcmp(kind, "ffn_out")) return BERT8_OP_FFN_OUT;
+    if (!strcmp(kind, "attention")) return BERT8_OP_ATTENTION;
+    return -1;
+}
+
+/* Rows of the final table: FP32, all INT8, each ranking's result, the result. */
+enum { ROW_FP32, ROW_INT8, ROW_TRIAL0, ROW_TRIAL1, ROW_RESULT, ROWS };
+
+/* Everything one budgeted quantization works with and reports. */
+typedef struct budget_run {
+    const char *dir, *outdir;
+    budget_opts bo;
+    bert8_quant_params qp;
+    const bert8_model *m; /* FP32 */
+    eval_set es;
+    budget_eval be;
+    int64_t *tune, *held, nt, nh;
+    bert8_budget_report rep;
+    bert8_unit_mode *all_int8; /* [units] the all-INT8 configuration */
+    double searched[ROWS], tune_plain[ROWS], held_plain[ROWS]; /* NAN: not scored */
+    bench_result br; /* [0] all INT8, [1] result; iters 0 when not timed */
+    bert8_batch timed;
+    int threads;
+} budget_run;
+
+static const char *alpha_name(const bert8_quant_params *qp, char *buf, size_t n) {
+    if (!qp->smooth) return "none";
+    if (qp->alpha < 0) return "auto";
+    snprintf(buf, n, "%g", (double)qp->alpha);
+    return buf;
+}
+
+static void json_scores(cJSON *o, const budget_run *b, int row) {
+    if (isfinite(b->searched[row])) cJSON_AddNumberToObject(o, "searched", b->searched[row]);
+    if (isfinite(b->tune_plain[row])) cJSON_AddNumberToObject(o, "tune", b->tune_plain[row]);
+    if (isfinite(b->held_plain[row])) cJSON_AddNumberToObject(o, "held_out", b->held_plain[row]);
+}
+
+static int budget_report_json(const budget_run *b, const char *path) {
+    const bert8_budget_report *r = &b->rep;
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return cli_error("quantize", "out of memory");
+    char ab[32];
+    cJSON_AddStringToObject(o, "model", b->dir);
+    cJSON_AddStringToObject(o, "task", b->bo.task);
+    cJSON_AddStringToObject(o, "metric", eval_headline_name(b->es.o.task));
+    cJSON_AddStringToObject(o, "searched_score", b->be.fp32_ex ? "conservative" : "plain");
+    cJSON_AddStringToObject(o, "data", b->bo.data);
+    cJSON_AddStringToObject(o, "scheme", b->qp.scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic");
+    cJSON_AddStringToObject(o, "alpha", alpha_name(&b->qp, ab, sizeof ab));
+    cJSON_AddStringToObject(o, "attention", b->qp.int8_attention ? "int8" : "fp32");
+    cJSON_AddNumberToObject(o, "max_drop", r->max_drop);
+    cJSON_AddNumberToObject(o, "tune_examples", (double)b->nt);
+    cJSON_AddNumberToObject(o, "held_out_examples", (double)b->nh);
+    cJSON_AddNumberToObject(o, "evaluations", (double)r->evaluations);
+    cJSON_AddStringToObject(o, "ranking_used", r->chosen >= 0 ? bert8_ranking_name(r->trials[r->chosen].ranking) : "none");
+    const char *names[3] = {"fp32", "all_int8", "result"};
+    const int rows[3] = {ROW_FP32, ROW_INT8, ROW_RESULT};
+    for (int i = 0; i < 3; i++) {
+        cJSON *s = cJSON_AddObjectToObject(o, names[i]);
+        if (s) json_scores(s, b, rows[i]);
+    }
+    cJSON *trials = cJSON_AddArrayToObject(o, "trials");
+    for (int i = 0; trials && i < r->n_trials; i++) {
+        const bert8_budget_trial *t = &r->trials[i];
+        cJSON *x = cJSON_CreateObject();
+        if (!x) break;
+        cJSON_AddStringToObject(x, "ranking", bert8_ranking_name(t->ranking));
+        cJSON_AddNumberToObject(x, "moves", (double)t->steps);
+        cJSON_AddNumberToObject(x, "trims", (double)t->trim_steps);
+        cJSON_AddNumberToObject(x, "off_before_trim", (double)t->first_off);
+        cJSON_AddNumberToObject(x, "int8_static", (double)t->n_static);
+        cJSON_AddNumberToObject(x, "int8_dynamic", (double)t->n_dynamic);
+        cJSON_AddNumberToObject(x, "fp32", (double)t->n_fp32);
+        json_scores(x, b, ROW_TRIAL0 + i);
+        cJSON_AddBoolToObject(x, "within", t->within);
+        cJSON *arr = cJSON_AddArrayToObject(x, "order");
+        for (int64_t k = 0; arr && k < t->n_order; k++) {
+            char u[96];
+            unit_label(b->m, t->order[k], u, sizeof u);
+            cJSON_AddItemToArray(arr, cJSON_CreateString(u));
+        }
+        cJSON_AddItemToArray(trials, x);
+    }
+    cJSON *units = cJSON_AddArrayToObject(o, "units");
+    for (int64_t u = 0; units && u < r->n_units; u++) {
+        const bert8_budget_unit *bu = &r->units[u];
+        cJSON *x = cJSON_CreateObject();
+        if (!x) break;
+        cJSON_AddNumberToObject(x, "layer", (double)bu->layer);
+        cJSON_AddStringToObject(x, "kind", bu->kind);
+        cJSON_AddStringToObject(x, "mode", bert8_unit_mode_name(bu->mode));
+        if (isfinite(bu->output_error)) cJSON_AddNumberToObject(x, "output_error", bu->output_error);
+        if (isfinite(bu->metric_drop)) cJSON_AddNumberToObject(x, "metric_drop", bu->metric_drop);
+        if (bu->fixed) cJSON_AddBoolToObject(x, "fixed", 1); /* not searched */
+        cJSON_AddItemToArray(units, x);
+    }
+    const bench_result *br = &b->br;
+    cJSON *sp = br->iters ? cJSON_AddObjectToObject(o, "speed") : NULL;
+    if (sp) {
+        cJSON_AddNumberToObject(sp, "batch", (double)b->timed.batch);
+        cJSON_AddNumberToObject(sp, "seq", (double)b->timed.seq);
+        cJSON_AddNumberToObject(sp, "threads", b->threads);
+        cJSON_AddNumberToObject(sp, "iterations", (double)br->iters);
+        cJSON_AddNumberToObject(sp, "all_int8_seq_per_s", (double)b->timed.batch / br->med[0]);
+        cJSON_AddNumberToObject(sp, "result_seq_per_s", (double)b->timed.batch / br->med[1]);
+        cJSON_AddNumberToObject(sp, "result_over_all_int8", br->med[0] / br->med[1]);
+        cJSON *ops = cJSON_AddObjectToObject(sp, "op_ms_added");
+        for (int i = 0; ops && i < BERT8_OP_COUNT; i++)
+            cJSON_AddNumberToObject(ops, bert8_op_name((bert8_op)i), 1e3 * (br->op[1][i] - br->op[0][i]));
+    }
+    char *text = cJSON_Print(o);
+    cJSON_Delete(o);
+    FILE *f = text ? fopen(path, "w") : NULL;
+    bool ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+    if (f && fclose(f) != 0) ok = false;
+    free(text);
+    return ok ? 0 : cli_error("quantize", "cannot write the report %s", path);
+}
+
+static void print_pair(double v, double base) {
+    if (!isfinite(v)) printf("  %7s %7s", "-", "");
+    else printf("  %7.2f %+7.2f", v, v - base);
+}
+
+/* The final table, on stdout. */
+static void budget_table(const budget_run *b) {
+    const bert8_budget_report *r = &b->rep;
+    char ab[32], label[96];
+    const char *scheme = b->qp.scheme == BERT8_SCHEME_STATIC ? "int8_static" : "int8_dynamic";
+    const char *metric = eval_headline_name(b->es.o.task);
+    printf("bert8 quantize %s: %s W8A8 (alpha %s), %s attention, budget %.2f points of %s %s\n", b->dir,
+           b->qp.scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic", alpha_name(&b->qp, ab, sizeof ab),
+           b->qp.int8_attention ? "INT8" : "FP32", r->max_drop, b->bo.task, metric);
+    printf("  %s: %lld examples tune the search, %lld held out (scored only at the end)\n", b->bo.data,
+           (long long)b->nt, (long long)b->nh);
+    printf("  searched score: %s\n", b->be.fp32_ex ? "conservative (an example counts at most what it scores in FP32: "
+                                                     "broken examples cost, fixed ones earn nothing)"
+                                                   : "the plain metric");
+    printf("\n  %-30s  %-15s  %-15s  %-15s\n", "", "searched score", "tuning metric", "held-out metric");
+    printf("  %-30s  %7s %7s  %7s %7s  %7s %7s\n", "", "score", "drop", metric, "drop", metric, "drop");
+    for (int row = 0; row < ROWS; row++) {
+        if ((row == ROW_TRIAL0 && r->n_trials < 1) || (row == ROW_TRIAL1 && r->n_trials < 2)) continue;
+        const char *name = row == ROW_FP32 ? "FP32" : row == ROW_INT8 ? "all INT8" : row == ROW_RESULT ? "result" : NULL;
+        if (!name) {
+            snprintf(label, sizeof label, "%s ranking%s", bert8_ranking_name(r->trials[row - ROW_TRIAL0].ranking),
+                     row - ROW_TRIAL0 == r->chosen ? " (used)" : "");
+            name = label;
+        }
+        printf("  %-30s", name);
+        print_pair(b->searched[row], b->searched[ROW_FP32]);
+        print_pair(b->tune_plain[row], b->tune_plain[ROW_FP32]);
+        print_pair(b->held_plain[row], b->held_plain[ROW_FP32]);
+        printf("\n");
+    }
+    printf("\n  ranking       moves  trims  off before trim  int8_static  int8_dynamic  fp32\n");
+    for (int i = 0; i < r->n_trials; i++) {
+        const bert8_budget_trial *t = &r->trials[i];
+        printf("  %-12s  %5lld  %5lld  %15lld  %11lld  %12lld  %4lld%s\n", bert8_ranking_name(t->ranking),
+               (long long)t->steps, (long long)t->trim_steps, (long long)t->first_off, (long long)t->n_static,
+               (long long)t->n_dynamic, (long long)t->n_fp32, i == r->chosen ? "  <- used" : "");
+    }
+    if (r->chosen < 0) printf("  (no search: all INT8 is within the budget)\n");
+    else
+        printf("  used: %s (the fewest FP32 units, then the fewest dynamic ones, then the higher score)\n",
+               bert8_ranking_name(r->trials[r->chosen].ranking));
+    for (int i = 0; i < r->n_trials; i++) {
+        const bert8_budget_trial *t = &r->trials[i];
+        printf("  %s order:", bert8_ranking_name(t->ranking));
+        for (int64_t k = 0; k < t->n_order && k < 6; k++) {
+            bert8_unit_info ui;
+            if (!bert8_model_unit(b->m, t->order[k], &ui)) printf(" L%lld.%s", (long long)ui.layer, ui.kind);
+        }
+        printf("%s\n", t->n_order > 6 ? " ..." : "");
+    }
+    printf("  %lld evaluations of the tuning slice\n", (long long)r->evaluations);
+    /* the units kept out of the scheme's mode, with the time their op gained, shared among them */
+    int64_t changed[BERT8_OP_COUNT] = {0};
+    for (int64_t u = 0; u < r->n_units; u++) {
+        const int op = unit_op(r->units[u].kind);
+        const bool att = op == BERT8_OP_ATTENTION;
+        if (op >= 0 && !(att && r->units[u].fixed) &&
+            strcmp(bert8_unit_mode_name(r->units[u].mode), att ? "int8_static" : scheme))
+            changed[op]++;
+    }
+    const bench_result *br = &b->br;
+    printf("\n  units kept out of %s:\n", scheme);
+    printf("  %5s  %-17s  %-12s  %12s  %11s  %s\n", "layer", "unit", "mode", "output error", "metric drop",
+           br->iters ? "ms/batch (its op's added time / units moved there)" : "");
+    int64_t shown = 0;
+    for (int64_t u = 0; u < r->n_units; u++) {
+        const bert8_budget_unit *bu = &r->units[u];
+        const bool att = !strcmp(bu->kind, "attention");
+        /* an attention unit is int8_static when INT8; unsearched ones are not listed */
+        if (!strcmp(bert8_unit_mode_name(bu->mode), att ? "int8_static" : scheme) || (att && bu->fixed)) continue;
+        shown++;
+        printf("  %5lld  %-17s  %-12s  %12.3g  ", (long long)bu->layer, bu->kind, bert8_unit_mode_name(bu->mode),
+               bu->output_error);
+        if (isfinite(bu->metric_drop)) printf("%+11.2f", bu->metric_drop);
+        else printf("%11s", "-");
+        const int op = unit_op(bu->kind);
+        if (br->iters && op >= 0 && changed[op] > 0)
+            printf("  %+.2f", 1e3 * (br->op[1][op] - br->op[0][op]) / (double)changed[op]);
+        printf("%s\n", bu->fixed ? "  (--keep-fp32)" : "");
+    }
+    if (!shown) printf("  (none)\n");
+    if (br->iters) {
+        const double B = (double)b->timed.batch;
+        printf("\n  speed (as bert8 bench: batch %lld x seq %lld, %d thread(s), %ld passes each, interleaved):\n",
+               (long long)b->timed.batch, (long long)b->timed.seq, b->threads, br->iters);
+        printf("    all INT8 %.2f seq/s (median %.1f ms), result %.2f seq/s (median %.1f ms): the result runs at "
+               "%.3fx the all-INT8 speed\n",
+               B / br->med[0], 1e3 * br->med[0], B / br->med[1], 1e3 * br->med[1], br->med[0] / br->med[1]);
+        printf("    time added per batch by op (ms, medians):");
+        for (int i = 0; i < BERT8_OP_COUNT; i++) {
+            double d = 1e3 * (br->op[1][i] - br->op[0][i]);
+            if (fabs(d) >= 0.005) printf(" %s %+.2f", bert8_op_name((bert8_op)i), d);
+        }
+        printf("\n    (timings on a shared or busy machine move by several percent from run to run)\n");
+    }
+}
+
+/* Scores a model on the held-out slice (NAN when there is none). */
+static int held_out(const budget_run *b, const bert8_model *m, double *out) {
+    *out = NAN;
+    if (b->nh == 0) return 0;
+    char err[1024];
+    bert8_status st = score_model(&b->be, m, b->held, b->nh, NULL, out, err, sizeof err);
+    return st ? cli_error("quantize", "scoring the held-out slice: %s (%s)", err, bert8_status_string(st)) : 0;
+}
+
+static int quantize_budget(budget_run *b, const bert8_tokenizer *tok, const bert8_batch *batches, int64_t nb) {
+    const char *C = "quantize";
+    const bert8_model_info *info = bert8_model_get_info(b->m);
+    const budget_opts *bo = &b->bo;
+    bert8_model *q = NULL, *all = NULL, *tm = NULL;
+    int32_t *ids = NULL;
+    double *fp32_ex = NULL;
+    int rc = 1;
+    char err[1024];
+    for (int i = 0; i < ROWS; i++) b->searched[i] = b->tune_plain[i] = b->held_plain[i] = NAN;
+    /* the eval set and its slices */
+    eval_opts eo = {.task_name = bo->task, .data = bo->data, .split_path = bo->split, .limit = bo->limit,
+                    .row_hi = -1, .batch = bo->batch, .stride = -1};
+    bert8_head head;
+    if (!eval_task_parse(bo->task, &eo.task, &head))
+        return cli_error(C, "unknown --eval-task \"%s\" (sst2, xnli, mrpc, squad or stsb)", bo->task);
+    if (info->head != head)
+        return cli_error(C, "%s is not a %s model, which --eval-task %s needs", b->dir,
+                         eo.task == TASK_SQUAD ? "question answering" : "sequence classification", bo->task);
+    int64_t max_tokens = bert8_tokenizer_model_max_length(tok);
+    if (max_tokens <= 0 || info->max_seq_len < max_tokens) max_tokens = info->max_seq_len;
+    if (eo.task != TASK_SQUAD) eo.max_len = max_tokens < 128 ? (long)max_tokens : 128;
+    if (!eval_set_load(&b->es, C, &eo, max_tokens)) goto out;
+    if (!split_slices(b->es.n, bo->tune_fraction, &b->tune, &b->nt, &b->held, &b->nh)) {
+        cli_error(C, "out of memory");
+        goto out;
+    }
+    if (b->nh == 0 && !bo->quiet)
+        fprintf(stderr, "bert8 quantize: warning: --tune-fraction %g leaves no held-out examples; every score "
+                        "reported is on the data the search tuned on\n", bo->tune_fraction);
+    text_runner_opts ro = {b->threads, bo->batch, 0, BERT8_POOLING_DEFAULT, -1, 0};
+    b->be = (budget_eval){.es = &b->es, .tok = tok, .dir = b->dir, .pp = text_runner_pipeline_params(&ro, max_tokens),
+                          .idx = b->tune, .n = b->nt};
+    if (!(b->be.ex = malloc((size_t)b->nt * sizeof *b->be.ex))) {
+        cli_error(C, "out of memory");
+        goto out;
+    }
+    /* FP32's own score per tuning example, the ceiling of the conservative score */
+    if (bo->conservative && eo.task != TASK_STSB) {
+        double s;
+        bert8_status st = BERT8_ERR_NOMEM;
+        if (!(fp32_ex = malloc((size_t)b->nt * sizeof *fp32_ex)) ||
+            (st = score_model(&b->be, b->m, b->tune, b->nt, fp32_ex, &s, err, sizeof err))) {
+            cli_error(C, "scoring the FP32 model: %s (%s)", fp32_ex ? err : "out of memory", bert8_status_string(st));
+            goto out;
+        }
+        b->be.fp32_ex = fp32_ex;
+    } else if (bo->conservative && !bo->quiet) {
+        fprintf(stderr, "budget: %s's %s is not a mean over examples: the plain metric is searched\n", bo->task,
+                eval_headline_name(eo.task));
+    }
+    if (!bo->quiet)
+        fprintf(stderr, "budget: %s %s (%s) on %lld tuning examples of %s (%lld held out), budget %.2f points\n",
+                bo->task, eval_headline_name(eo.task), b->be.fp32_ex ? "conservative" : "plain", (long long)b->nt,
+                bo->data, (long long)b->nh, bo->max_drop);
+    /* the search */
+    budget_view view = {b->m, bo->quiet};
+    bert8_budget_params bp = bert8_default_budget_params();
+    bp.max_drop = bo->max_drop;
+    bp.ranking = bo->ranking;
+    bp.allow_dynamic = bo->allow_dynamic;
+    bp.trim = bo->trim;
+    bp.eval = budget_score;
+    bp.eval_ctx = &b->be;
+    bp.progress = budget_progress;
+    bp.progress_ctx = &view;
+    bert8_status st = bert8_quantize_budget(b->m, batches, (size_t)nb, &b->qp, &bp, &q, &b->rep, err, sizeof err);
+    if (st) {
+        cli_error(C, "%s (%s)", err, bert8_status_string(st));
+        goto out;
+    }
+    if ((st = bert8_model_save(q, b->outdir, err, sizeof err))) {
+        cli_error(C, "%s (%s)", err, bert8_status_string(st));
+        goto out;
+    }
+    if (!bo->quiet) fprintf(stderr, "budget: wrote %s; scoring the held-out slice\n", b->outdir);
+    /* the tuning scores the search saw */
+    const bert8_budget_report *r = &b->rep;
+    const int64_t U = r->n_units;
+    bert8_unit_mode *rm = malloc((size_t)U * sizeof *rm + 1), *fm = malloc((size_t)U * sizeof *fm + 1);
+    b->all_int8 = malloc((size_t)U * sizeof *b->all_int8 + 1);
+    if (!rm || !fm || !b->all_int8) {
+        free(rm);
+        free(fm);
+        cli_error(C, "out of memory");
+        goto out;
+    }
+    for (int64_t u = 0; u < U; u++) {
+        rm[u] = r->units[u].mode;
+        fm[u] = BERT8_UNIT_FP32;
+        b->all_int8[u] = r->units[u].fixed                        ? BERT8_UNIT_FP32
+                         : !strcmp(r->units[u].kind, "attention")    ? BERT8_UNIT_INT8_STATIC
+                         : b->qp.scheme == BERT8_SCHEME_STATIC      ? BERT8_UNIT_INT8_STATIC
+                                                                     : BERT8_UNIT_INT8_DYNAMIC;
+    }
+    b->searched[ROW_FP32] = r->fp32_score;
+    b->searched[ROW_INT8] = r->int8_score;
+    b->searched[ROW_RESULT] = r->score;
+    b->tune_plain[ROW_FP32] = plain_of(&b->be, fm, U);
+    b->tune_plain[ROW_INT8] = plain_of(&b->be, b->all_int8, U);
+    b->tune_plain[ROW_RESULT] = plain_of(&b->be, rm, U);
+    for (int i = 0; i < r->n_trials; i++) {
+        b->searched[ROW_TRIAL0 + i] = r->trials[i].score;
+        b->tune_plain[ROW_TRIAL0 + i] = plain_of(&b->be, r->trials[i].modes, U);
+    }
+    free(fm);
+    /* held out: FP32, the all-INT8 model (also the baseline of the speed cost), the result and each
+     * ranking's result, the last two rebuilt from the same calibration */
+    bert8_quant_params qa = b->qp;
+    qa.progress = 0;
+    if ((st = bert8_quantize(b->m, batches, (size_t)nb, &qa, &all, err, sizeof err))) {
+        free(rm);
+        cli_error(C, "the all-INT8 model: %s (%s)", err, bert8_status_string(st));
+        goto out;
+    }
+    if (held_out(b, b->m, &b->held_plain[ROW_FP32]) || held_out(b, all, &b->held_plain[ROW_INT8]) ||
+        held_out(b, q, &b->held_plain[ROW_RESULT])) {
+        free(rm);
+        goto out;
+    }
+    for (int i = 0; i < r->n_trials; i++) {
+        const bert8_budget_trial *t = &r->trials[i];
+        const bert8_model *tq = q;
+        if (!same_modes(r, rm, t->modes)) {
+            bool any = false;
+            for (int64_t u = 0; u < U; u++) any = any || t->modes[u] != BERT8_UNIT_FP32;
+            if (!any) continue;
+            qa.unit_modes = t->modes;
+            st = bert8_quantize(b->m, batches, (size_t)nb, &qa, &tm, err, sizeof err);
+            qa.unit_modes = NULL;
+            if (st) {
+                free(rm);
+                cli_error(C, "the %s ranking's model: %s (%s)", bert8_ranking_name(t->ranking), err,
+                          bert8_status_string(st));
+                goto out;
+            }
+            tq = tm;
+        }
+        int bad = held_out(b, tq, &b->held_plain[ROW_TRIAL0 + i]);
+        bert8_model_free(tm);
+        tm = NULL;
+        if (bad) {
+            free(rm);
+            goto out;
+        }
+    }
+    free(rm);
+    /* the speed cost: the result against the all-INT8 model, as bert8 bench times them */
+    if (bo->bench_seconds > 0) {
+        int64_t S = 128,
+                maxpos = info->max_position_embeddings - (info->arch == BERT8_ARCH_XLMR ? info->pad_token_id + 1 : 0);
+        if (S > maxpos) S = maxpos;
+        if (!(ids = timing_ids(info, 8, S))) goto out;
+        b->timed = (bert8_batch){8, S, ids, NULL, NULL};
+        b->threads = bert8_get_threads();
+        if (!bo->quiet) fprintf(stderr, "budget: timing the result against the all-INT8 model\n");
+        if (bench_pair(C, all, q, &b->timed, 0, bo->bench_seconds, &b->br)) goto out;
+    }
+    budget_table(b);
+    if (bo->report && budget_report_json(b, bo->report)) goto out;
+    rc = 0;
+out:
+    free(ids);
+    free(fp32_ex);
+    b->be.fp32_ex = NULL;
+    bert8_model_free(tm);
+    bert8_model_free(all);
+    bert8_model_free(q);
+    return rc;
+}
+
+static void budget_run_free(budget_run *b) {
+    eval_set_free(&b->es);
+    free(b->tune);
+    free(b->held);
+    free(b->all_int8);
+    free(b->be.ex);
+    for (size_t i = 0; i < b->be.n_seen; i++) free(b->be.seen[i].modes);
+    free(b->be.seen);
+    bert8_budget_report_free(&b->rep);
+}
+
 int cmd_quantize(int argc, char **argv) {
     const char *C = "quantize";
     cli_args a;
@@ -224,6 +933,14 @@ int cmd_quantize(int argc, char **argv) {
     const char *keep = cli_opt(&a, "--keep-fp32"), *columns = cli_opt(&a, "--column");
     const char *maxlen_s = cli_opt(&a, "--max-length"), *th = cli_opt(&a, "--threads");
     const char *att = cli_opt(&a, "--attention"), *emb = cli_opt(&a, "--embeddings");
+    /* --max-drop and its evaluation */
+    const char *drop_s = cli_opt(&a, "--max-drop"), *task_s = cli_opt(&a, "--eval-task");
+    const char *edata = cli_opt(&a, "--eval-data"), *esplit = cli_opt(&a, "--eval-split");
+    const char *elimit_s = cli_opt(&a, "--eval-limit"), *ebatch_s = cli_opt(&a, "--eval-batch");
+    const char *frac_s = cli_opt(&a, "--tune-fraction"), *rank_s = cli_opt(&a, "--ranking");
+    const char *report = cli_opt(&a, "--report"), *bench_s = cli_opt(&a, "--bench-seconds");
+    const char *tscore_s = cli_opt(&a, "--tune-score");
+    bool no_dynamic = cli_flag(&a, "--no-dynamic"), no_trim = cli_flag(&a, "--no-trim");
     bool quiet = cli_flag(&a, "--quiet");
     const char *dir = cli_positional(&a), *left = cli_leftover(&a);
     if (left) return cli_error(C, "unknown argument \"%s\"", left);
@@ -240,6 +957,31 @@ int cmd_quantize(int argc, char **argv) {
     p.keep_fp32 = keep;
     p.progress = !quiet;
     if (!parse_attention(C, att, &p.int8_attention) || !parse_embeddings(C, emb, &p.int8_embeddings)) return 1;
+    budget_run br = {.dir = dir, .outdir = outdir, .qp = p};
+    budget_opts *bo = &br.bo;
+    *bo = (budget_opts){.tune_fraction = 0.5, .bench_seconds = 10, .task = task_s, .data = edata, .split = esplit,
+                        .report = report, .batch = 32, .ranking = BERT8_RANK_BOTH, .allow_dynamic = !no_dynamic,
+                        .trim = !no_trim, .conservative = true, .quiet = quiet};
+    if (!drop_s && (task_s || edata || esplit || elimit_s || ebatch_s || frac_s || rank_s || report || bench_s ||
+                    tscore_s || no_dynamic || no_trim))
+        return cli_error(C, "--eval-*, --tune-fraction, --tune-score, --ranking, --report, --bench-seconds, "
+                            "--no-dynamic and --no-trim belong to --max-drop POINTS");
+    if (drop_s) {
+        if (!parse_points(C, "--max-drop", drop_s, 0, 100, &bo->max_drop)) return 1;
+        if (!task_s || !*task_s) return cli_error(C, "--max-drop needs --eval-task sst2|xnli|mrpc|stsb|squad");
+        if (!edata || !*edata) return cli_error(C, "--max-drop needs --eval-data PATH");
+        if (frac_s && !parse_points(C, "--tune-fraction", frac_s, 0.01, 1, &bo->tune_fraction)) return 1;
+        if (bench_s && !parse_points(C, "--bench-seconds", bench_s, 0, 3600, &bo->bench_seconds)) return 1;
+        if (elimit_s && !cli_int(C, "--eval-limit", elimit_s, 1, 1L << 40, &bo->limit)) return 1;
+        if (ebatch_s && !cli_int(C, "--eval-batch", ebatch_s, 1, 4096, &bo->batch)) return 1;
+        if (rank_s && !strcmp(rank_s, "both")) bo->ranking = BERT8_RANK_BOTH;
+        else if (rank_s && !strcmp(rank_s, "output-error")) bo->ranking = BERT8_RANK_OUTPUT_ERROR;
+        else if (rank_s && !strcmp(rank_s, "metric")) bo->ranking = BERT8_RANK_METRIC;
+        else if (rank_s) return cli_error(C, "--ranking must be both, output-error or metric, not \"%s\"", rank_s);
+        if (tscore_s && strcmp(tscore_s, "conservative") && strcmp(tscore_s, "plain"))
+            return cli_error(C, "--tune-score must be conservative or plain, not \"%s\"", tscore_s);
+        bo->conservative = !tscore_s || !strcmp(tscore_s, "conservative");
+    }
     texts t = {0};
     int rc = read_texts(C, calib, columns, samples, &t);
     if (rc) {
@@ -260,6 +1002,13 @@ int cmd_quantize(int argc, char **argv) {
     }
     if (maxlen > bert8_model_get_info(m)->max_seq_len) maxlen = bert8_model_get_info(m)->max_seq_len;
     if (make_batches(C, tok, &t, maxlen, 16, &encs, &batches, &nb)) goto out;
+    if (drop_s) {
+        br.m = m;
+        br.threads = (int)threads;
+        rc = quantize_budget(&br, tok, batches, nb);
+        budget_run_free(&br);
+        goto out;
+    }
     bert8_status st = bert8_quantize(m, batches, (size_t)nb, &p, &q, err, sizeof err);
     if (st) {
         cli_error(C, "%s (%s)", err, bert8_status_string(st));

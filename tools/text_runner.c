@@ -7,6 +7,17 @@
 
 #include "cli.h"
 
+bert8_pipeline_params text_runner_pipeline_params(const text_runner_opts *o, int64_t max_tokens) {
+    bert8_pipeline_params pp = bert8_default_pipeline_params();
+    pp.max_batch_size = o->batch > 0 ? o->batch : 32;
+    pp.max_batch_tokens = pp.max_batch_size * max_tokens; /* --batch alone bounds a pass */
+    pp.max_length = o->max_length;
+    pp.pooling = o->pooling;
+    pp.normalize = o->normalize;
+    if (o->max_text_bytes > 0) pp.max_text_bytes = o->max_text_bytes;
+    return pp;
+}
+
 bool text_runner_open(text_runner *r, const char *cmd, const char *dir, bool with_model, const text_runner_opts *o) {
     memset(r, 0, sizeof *r);
     r->cmd = cmd;
@@ -32,13 +43,7 @@ bool text_runner_open(text_runner *r, const char *cmd, const char *dir, bool wit
                   (long long)r->max_tokens);
         goto fail;
     }
-    bert8_pipeline_params pp = bert8_default_pipeline_params();
-    pp.max_batch_size = o->batch > 0 ? o->batch : 32;
-    pp.max_batch_tokens = pp.max_batch_size * r->max_tokens; /* --batch alone bounds a pass */
-    pp.max_length = o->max_length;
-    pp.pooling = o->pooling;
-    pp.normalize = o->normalize;
-    if (o->max_text_bytes > 0) pp.max_text_bytes = o->max_text_bytes;
+    bert8_pipeline_params pp = text_runner_pipeline_params(o, r->max_tokens);
     if ((st = bert8_pipeline_wrap(r->model, r->tok, dir, &pp, &r->pl, r->err, sizeof r->err))) {
         cli_error(cmd, "%s (%s)", r->err, bert8_status_string(st));
         goto fail;

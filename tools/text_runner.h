@@ -31,6 +31,10 @@ typedef struct text_runner_opts {
     int64_t max_text_bytes;  /* bytes per text (--max-line-bytes); 0: the library's default */
 } text_runner_opts;
 
+/* The pipeline parameters the runner opens its pipeline with, for a model whose rows are at most
+ * max_tokens long (also for pipelines over models made in memory). */
+bert8_pipeline_params text_runner_pipeline_params(const text_runner_opts *o, int64_t max_tokens);
+
 /* Loads the tokenizer and, with_model, the model and its pipeline. Prints the error (naming
  * cmd) and returns false on failure. */
 bool text_runner_open(text_runner *r, const char *cmd, const char *dir, bool with_model, const text_runner_opts *o);

@@ -6,13 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calibrate/budget.h"
 #include "calibrate/calibrate.h"
 #include "kernels/quantize/quantize.h"
 
 static const float ALPHA_GRID[] = {0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f, 0.9f};
 
 bert8_quant_params bert8_default_quant_params(void) {
-    bert8_quant_params p = {BERT8_SCHEME_STATIC, 0.5f, 1, 512, NULL, 0, 0, 0};
+    bert8_quant_params p = {.scheme = BERT8_SCHEME_STATIC, .alpha = 0.5f, .smooth = 1, .max_samples = 512,
+                            .keep_fp32 = NULL, .progress = 0, .int8_attention = 0, .int8_embeddings = 0,
+                            .unit_modes = NULL};
     return p;
 }
 
@@ -58,10 +61,33 @@ out:
     return st;
 }
 
-/* Quantizes one Linear group, searching alpha when asked (alpha < 0 with smoothing on). Any
- * failure of any candidate fails the group: a search never settles on a partial result. */
-static bert8_status quantize_group(const float *w, const float *b, int64_t n, int64_t k, const b8_site_stats *ss,
-                                   const bert8_quant_params *p, b8_qmode mode, b8_qlinear **out, b8_err *e) {
+bert8_status b8_group_output_error(const float *w, int64_t n, int64_t k, const b8_site_stats *ss, const b8_qlinear *q,
+                                   double *rel, b8_err *e) {
+    *rel = NAN;
+    if (ss->kept == 0 || !ss->sample)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "the output error needs sampled calibration rows");
+    const int64_t S = ss->kept;
+    size_t cnt;
+    if (!b8_mul_ok((size_t)S, (size_t)n, &cnt) || !b8_mul_ok(cnt, sizeof(float), &cnt))
+        return b8_fail(e, BERT8_ERR_TOO_LARGE, "%lld x %lld output rows are too many", (long long)S, (long long)n);
+    float *yref = b8_malloc_aligned(cnt);
+    b8_sgemm_w *pw = NULL;
+    bert8_status st;
+    double err = 0, ref = 0;
+    if (!yref) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory for the output error");
+    if ((st = b8_sgemm_w_pack(w, NULL, n, k, B8_ACT_NONE, false, &pw, e)) ||
+        (st = b8_sgemm(pw, ss->sample, k, S, yref, n, e)) || (st = candidate_error(n, k, ss, yref, q, &err, e)))
+        goto done;
+    for (int64_t i = 0; i < S * n; i++) ref += (double)yref[i] * yref[i];
+    *rel = ref > 0 ? err / ref : err;
+done:
+    b8_sgemm_w_free(pw);
+    b8_free_aligned(yref);
+    return st;
+}
+
+bert8_status b8_quantize_group(const float *w, const float *b, int64_t n, int64_t k, const b8_site_stats *ss,
+                               const bert8_quant_params *p, b8_qmode mode, b8_qlinear **out, b8_err *e) {
     *out = NULL;
     /* smoothing off (s = 1) keeps the calibrated ranges: naive W8A8 still needs its static
      * activation scale. Without samples, auto falls back to 0.5. */
@@ -122,8 +148,7 @@ static bool keep_fp32(const char *patterns, const char *name) {
     return false;
 }
 
-/* Whether --keep-fp32 names any checkpoint weight of group g of layer l. */
-static bool group_kept(const bert8_model *m, int64_t l, b8_group g, const char *patterns) {
+bool b8_group_kept(const bert8_model *m, int64_t l, b8_group g, const char *patterns) {
     const b8_group_desc *d = &b8_group_table[g];
     for (int i = 0; i < d->n_parts; i++) {
         char base[256], wname[300];
@@ -139,46 +164,78 @@ static bert8_status put_err(bert8_status st, char *err, size_t err_len, const ch
     return st;
 }
 
+bert8_status b8_quant_check(const bert8_model *fp32, const bert8_quant_params *p, b8_err *e) {
+    if (fp32->quantized) return b8_fail(e, BERT8_ERR_INVALID_ARG, "%s is already quantized", fp32->dir);
+    if (p->scheme != BERT8_SCHEME_STATIC && p->scheme != BERT8_SCHEME_DYNAMIC)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "unknown scheme %d", (int)p->scheme);
+    if (p->alpha > 1.0f || p->alpha != p->alpha)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "alpha %g is outside [0, 1]", (double)p->alpha);
+    if (p->int8_attention != 0 && p->int8_attention != 1)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "int8_attention must be 0 or 1");
+    if (p->int8_embeddings != 0 && p->int8_embeddings != 1)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "int8_embeddings must be 0 or 1");
+    const int64_t d = fp32->cfg.hidden_size / fp32->cfg.num_heads;
+    if (b8_quant_attention(p, fp32->cfg.num_layers) && d % 4)
+        return b8_fail(e, BERT8_ERR_UNSUPPORTED, "INT8 attention needs a head size that is a multiple of 4, not %lld",
+                       (long long)d);
+    if (!p->unit_modes) return BERT8_OK;
+    const int64_t U = bert8_model_unit_count(fp32);
+    bool any_int8 = false;
+    for (int64_t u = 0; u < U; u++) {
+        const bert8_unit_mode mode = p->unit_modes[u];
+        const b8_unit_desc *ud = &b8_unit_table[u % B8_UNITS_PER_LAYER];
+        if (!b8_unit_mode_valid(mode))
+            return b8_fail(e, BERT8_ERR_INVALID_ARG, "unit_modes[%lld] = %d is not a bert8_unit_mode", (long long)u,
+                           (int)mode);
+        if (ud->kind == B8_UNIT_ATTENTION && mode == BERT8_UNIT_INT8_DYNAMIC)
+            return b8_fail(e, BERT8_ERR_INVALID_ARG, "unit_modes[%lld]: an attention unit runs int8_static or fp32",
+                           (long long)u);
+        if (ud->kind == B8_UNIT_ATTENTION && mode != BERT8_UNIT_FP32 &&
+            p->unit_modes[u - u % B8_UNITS_PER_LAYER + B8_UNIT_QKV_POS] == BERT8_UNIT_FP32)
+            return b8_fail(e, BERT8_ERR_INVALID_ARG,
+                           "unit_modes[%lld]: INT8 attention of layer %lld needs its qkv unit in INT8", (long long)u,
+                           (long long)(u / B8_UNITS_PER_LAYER));
+        any_int8 = any_int8 || mode != BERT8_UNIT_FP32;
+    }
+    if (!any_int8) return b8_fail(e, BERT8_ERR_INVALID_ARG, "unit_modes keeps every unit FP32: nothing to quantize");
+    return BERT8_OK;
+}
+
+bool b8_quant_attention(const bert8_quant_params *p, int64_t layers) {
+    if (!p->unit_modes) return p->int8_attention;
+    for (int64_t l = 0; l < layers; l++)
+        if (p->unit_modes[l * B8_UNITS_PER_LAYER + B8_UNIT_ATTENTION_POS] != BERT8_UNIT_FP32) return true;
+    return false;
+}
+
+void b8_qattn_scales(const b8_calib *cs, int64_t l, float sc[3]) {
+    const b8_site sites[3] = {B8_SITE_Q, B8_SITE_K, B8_SITE_V};
+    for (int i = 0; i < 3; i++) {
+        const b8_site_stats *ss = b8_calib_site(cs, l, sites[i]);
+        float mx = 0;
+        for (int64_t j = 0; j < ss->k; j++) mx = ss->amax[j] > mx ? ss->amax[j] : mx;
+        sc[i] = mx > 0 ? mx / 127.0f : 1.0f;
+    }
+}
+
 bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, size_t n_calib,
                             const bert8_quant_params *params, bert8_model **out, char *err, size_t err_len) {
     if (out) *out = NULL;
     bert8_quant_params p = params ? *params : bert8_default_quant_params();
     if (!fp32 || !out || (!calib && n_calib))
         return put_err(BERT8_ERR_INVALID_ARG, err, err_len, "bert8_quantize: model and out must not be NULL");
-    if (fp32->quantized) {
-        char msg[4200];
-        snprintf(msg, sizeof msg, "%s is already quantized", fp32->dir);
-        return put_err(BERT8_ERR_INVALID_ARG, err, err_len, msg);
-    }
-    if (n_calib == 0) return put_err(BERT8_ERR_INVALID_ARG, err, err_len, "calibration needs at least one sequence");
-    if (p.scheme != BERT8_SCHEME_STATIC && p.scheme != BERT8_SCHEME_DYNAMIC) {
-        char msg[64];
-        snprintf(msg, sizeof msg, "unknown scheme %d", (int)p.scheme);
-        return put_err(BERT8_ERR_INVALID_ARG, err, err_len, msg);
-    }
-    if (p.alpha > 1.0f || p.alpha != p.alpha) {
-        char msg[64];
-        snprintf(msg, sizeof msg, "alpha %g is outside [0, 1]", (double)p.alpha);
-        return put_err(BERT8_ERR_INVALID_ARG, err, err_len, msg);
-    }
-    const b8_qmode mode = p.scheme == BERT8_SCHEME_STATIC ? B8_QMODE_STATIC : B8_QMODE_DYNAMIC;
+    const b8_qmode scheme_mode = p.scheme == BERT8_SCHEME_STATIC ? B8_QMODE_STATIC : B8_QMODE_DYNAMIC;
     const int64_t L = fp32->cfg.num_layers;
     b8_err e;
     b8_err_clear(&e);
     b8_calib cs;
     bert8_model *m = NULL;
-    if (p.int8_attention != 0 && p.int8_attention != 1)
-        return put_err(BERT8_ERR_INVALID_ARG, err, err_len, "int8_attention must be 0 or 1");
-    if (p.int8_embeddings != 0 && p.int8_embeddings != 1)
-        return put_err(BERT8_ERR_INVALID_ARG, err, err_len, "int8_embeddings must be 0 or 1");
-    const int64_t d = fp32->cfg.hidden_size / fp32->cfg.num_heads;
-    if (p.int8_attention && d % 4) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "INT8 attention needs a head size that is a multiple of 4, not %lld", (long long)d);
-        return put_err(BERT8_ERR_UNSUPPORTED, err, err_len, msg);
-    }
-    bert8_status st = b8_calib_init(&cs, fp32, p.smooth && p.alpha < 0, p.int8_attention, &e);
+    bert8_status st = b8_quant_check(fp32, &p, &e);
     if (st) return put_err(st, err, err_len, e.msg);
+    if (n_calib == 0) return put_err(BERT8_ERR_INVALID_ARG, err, err_len, "calibration needs at least one sequence");
+    const bool attention = b8_quant_attention(&p, L);
+    if ((st = b8_calib_init(&cs, fp32, p.smooth && p.alpha < 0, attention, &e)))
+        return put_err(st, err, err_len, e.msg);
     /* 1. run the FP32 model over the calibration set, recording every Linear's input */
     if ((st = b8_calib_run(&cs, fp32, calib, n_calib, p.max_samples, p.progress, &e))) goto done;
     /* 2. a fresh copy of the model (its own mapping of the checkpoint), then INT8 Linears */
@@ -194,14 +251,20 @@ bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, s
     snprintf(m->keep_fp32, sizeof m->keep_fp32, "%s", p.keep_fp32 ? p.keep_fp32 : "");
     for (int64_t l = 0; l < L; l++) {
         for (int g = 0; g < B8_GROUP_COUNT; g++) {
-            if (group_kept(m, l, (b8_group)g, p.keep_fp32)) continue;
+            if (b8_group_kept(m, l, (b8_group)g, p.keep_fp32)) continue;
+            b8_qmode mode = scheme_mode;
+            if (p.unit_modes)
+                for (int i = 0; i < B8_UNITS_PER_LAYER; i++)
+                    if (b8_unit_table[i].kind == B8_UNIT_LINEAR && b8_unit_table[i].group == (b8_group)g)
+                        mode = b8_qmode_of_unit_mode(p.unit_modes[l * B8_UNITS_PER_LAYER + i]);
+            if (mode == B8_QMODE_FP32) continue;
             const float *w, *b;
             bool owned;
             int64_t n, k;
             b8_group_dims((b8_group)g, m->cfg.hidden_size, m->cfg.intermediate_size, &n, &k);
             if ((st = b8_layer_group_fp32(m, l, (b8_group)g, &w, &b, &owned, &e))) goto done;
             const b8_site_stats *ss = b8_calib_site(&cs, l, b8_group_table[g].site);
-            st = quantize_group(w, b, n, k, ss, &p, mode, &m->layers[l].q[g], &e);
+            st = b8_quantize_group(w, b, n, k, ss, &p, mode, &m->layers[l].q[g], &e);
             if (owned) {
                 b8_free_aligned((void *)w);
                 b8_free_aligned((void *)b);
@@ -211,15 +274,11 @@ bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, s
                 goto done;
             }
         }
-        if (p.int8_attention && m->layers[l].q[B8_GROUP_QKV]) {
+        const bool att_l = p.unit_modes ? p.unit_modes[l * B8_UNITS_PER_LAYER + B8_UNIT_ATTENTION_POS] != BERT8_UNIT_FP32
+                                        : p.int8_attention;
+        if (att_l && m->layers[l].q[B8_GROUP_QKV]) {
             float sc[3];
-            const b8_site sites[3] = {B8_SITE_Q, B8_SITE_K, B8_SITE_V};
-            for (int i = 0; i < 3; i++) {
-                const b8_site_stats *ss = b8_calib_site(&cs, l, sites[i]);
-                float mx = 0;
-                for (int64_t j = 0; j < ss->k; j++) mx = ss->amax[j] > mx ? ss->amax[j] : mx;
-                sc[i] = mx > 0 ? mx / 127.0f : 1.0f;
-            }
+            b8_qattn_scales(&cs, l, sc);
             if ((st = b8_qattn_make(sc[0], sc[1], sc[2], m->cfg.hidden_size, &m->layers[l].att, &e))) goto done;
         }
         if (p.progress) b8_calib_progress("quantizing", l + 1, L);

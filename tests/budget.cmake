@@ -1,0 +1,8 @@
+# INT8 to an accuracy budget: the search on a golden model with an artificial evaluation callback,
+# the config round trip, bad budgets (library); `bert8 quantize --max-drop` end to end (CLI).
+bert8_add_test(test_budget model test_budget.c)
+target_link_libraries(test_budget PRIVATE bert8_golden m)
+bert8_add_test(test_budget_cli model test_budget_cli.c)
+target_compile_definitions(test_budget_cli PRIVATE BERT8_CLI_PATH="$<TARGET_FILE:bert8_cli>")
+add_dependencies(test_budget_cli bert8_cli)
+set_tests_properties(test_budget_cli PROPERTIES TIMEOUT 600)
