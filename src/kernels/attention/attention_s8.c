@@ -2,14 +2,16 @@
  * bit-identical scalar twin.
  *
  *   scores[i][j] = ((q_i + 128) . k_j - 128 sum_k k_j[k]) * score_scale   int8 x int8 -> int32 (vpdpbusd)
- *   p            = softmax(masked scores)                                  fp32, the FP32 path's kernel
- *   p_u8[i][j]   = rne(p[i][j] * 255 / max_j p[i][j])                       a scale per query row
- *   ctx[i][d]    = (p_u8[i] . v[:, d]) * (max_j p[i][j] * v_scale / 255)   u8 x int8 -> int32
+ *   e[i][j]      = exp(scores[i][j] - max_j scores[i][j]), 0 for masked keys     (vmath.h's exp)
+ *   p_u8[i][j]   = rne(e[i][j] * 255)            the row's largest probability maps to 255
+ *   ctx[i][d]    = (p_u8[i] . v[:, d]) * (v_scale / 255 / sum_j e[i][j])      u8 x int8 -> int32
  *   out          = ctx (fp32), or rne(clamp(ctx * out_mul[d])) (int8)     the next GEMM's input
  *
  * Q, K and V arrive int8 (the QKV GEMM requantizes them with calibrated per-tensor scales,
- * score_scale = s_q s_k / sqrt(d), v_scale = s_v). Probabilities are quantized per row against
- * their own maximum, so a long row of small probabilities keeps its resolution. K is packed
+ * score_scale = s_q s_k / sqrt(d), v_scale = s_v). The softmax is never normalised in float:
+ * the unnormalised e is quantized against its maximum (1), so a long row of small probabilities
+ * keeps its resolution, and 1/sum is folded into the row's output scale (two passes over a
+ * row instead of five). The sum runs over 16 lanes (key j in lane j % 16) reduced 0..15. K is packed
  * once per call as [d/4][T16][4] (16 keys x 4 depths per vector, the vpdpbusd operand), V as
  * [T4/4][d][4]. Both twins compute the integer sums exactly and every float step in the same
  * order, so they agree bit for bit. */
@@ -21,6 +23,8 @@
 #include "kernels/attention/attention.h"
 #include "kernels/dispatch.h"
 #include "kernels/quantize/quantize.h"
+#include "kernels/vmath/vmath.h"
+#include "kernels/vmath/vmath_avx512.h"
 
 #define RB 4 /* query rows per block */
 
@@ -79,18 +83,25 @@ static void pack(const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_
     }
 }
 
-/* p_u8 of one softmax row (length T, padded with zeros to t4); returns the row's output scale. */
-static float quantize_probs(const float *s, int64_t T, int64_t t4, float v_scale255, uint8_t *pu) {
-    float pmax = 0.0f;
-    for (int64_t j = 0; j < T; j++) pmax = s[j] > pmax ? s[j] : pmax;
-    const float inv = pmax > 0.0f ? 255.0f / pmax : 0.0f;
+/* e, p_u8 and the row's output scale of one row of scores (length T, p_u8 padded with zeros to
+ * t4). A row whose keys are all masked attends to every key alike. */
+static float softmax_u8(const float *s, int64_t T, int64_t t4, const int32_t *mask, float v_scale255, uint8_t *pu) {
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < T; j++)
+        if (!mask || mask[j]) mx = s[j] > mx ? s[j] : mx;
+    const bool none = mx == -INFINITY;
+    float lane[16] = {0};
     for (int64_t j = 0; j < T; j++) {
-        float x = s[j] * inv;
+        float e = none ? 1.0f : (!mask || mask[j]) ? b8_vm_exp(s[j] - mx) : 0.0f;
+        lane[j % 16] += e;
+        float x = e * 255.0f;
         x = x < 255.0f ? x : 255.0f;
         pu[j] = (uint8_t)(int32_t)rintf(x);
     }
     for (int64_t j = T; j < t4; j++) pu[j] = 0;
-    return pmax * v_scale255;
+    float sum = lane[0];
+    for (int l = 1; l < 16; l++) sum += lane[l];
+    return v_scale255 / sum;
 }
 
 static inline void store_ctx(float y, int64_t dd, const b8_attn_s8_params *p, float *ctx, int8_t *ctxq) {
@@ -110,8 +121,7 @@ void b8_attention_s8__scalar(const int8_t *q, const int8_t *k, const int8_t *v, 
             for (int64_t kk = 0; kk < d; kk++) acc += (int32_t)(uint8_t)(q[i * ld + kk] + 128) * l.kp[((kk / 4) * l.t16 + j) * 4 + kk % 4];
             l.s[j] = (float)(acc - l.comp[j]) * p->score_scale;
         }
-        b8_softmax_rows__scalar(l.s, 1, T, mask, mode);
-        const float rs = quantize_probs(l.s, T, l.t4, vs, l.pu);
+        const float rs = softmax_u8(l.s, T, l.t4, mask, vs, l.pu);
         for (int64_t dd = 0; dd < d; dd++) {
             int32_t acc = 0;
             for (int64_t j = 0; j < l.t4; j++) acc += (int32_t)l.pu[j] * l.vp[((j / 4) * d + dd) * 4 + j % 4];
@@ -133,12 +143,15 @@ VNNI static inline __attribute__((always_inline)) void scores_rows(const layout 
     for (int64_t c0 = 0; c0 < l->t16; c0 += 64) {
         const int nc = l->t16 - c0 >= 64 ? 4 : (int)((l->t16 - c0) / 16);
         __m512i acc[RB][4];
+#pragma GCC unroll 4
         for (int r = 0; r < rb; r++)
+#pragma GCC unroll 4
             for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_si512();
         for (int64_t g = 0; g < d / 4; g++) {
             const int8_t *kr = l->kp + (g * l->t16 + c0) * 4;
             __m512i k0 = _mm512_loadu_si512(kr), k1 = nc > 1 ? _mm512_loadu_si512(kr + 64) : k0,
                     k2 = nc > 2 ? _mm512_loadu_si512(kr + 128) : k0, k3 = nc > 3 ? _mm512_loadu_si512(kr + 192) : k0;
+#pragma GCC unroll 4
             for (int r = 0; r < rb; r++) {
                 int32_t w;
                 memcpy(&w, qu + r * d + 4 * g, 4);
@@ -149,8 +162,10 @@ VNNI static inline __attribute__((always_inline)) void scores_rows(const layout 
                 acc[r][3] = _mm512_dpbusd_epi32(acc[r][3], qb, k3);
             }
         }
+#pragma GCC unroll 4
         for (int c = 0; c < nc; c++) {
             const __m512i cm = _mm512_loadu_si512(l->comp + c0 + 16 * c);
+#pragma GCC unroll 4
             for (int r = 0; r < rb; r++)
                 _mm512_storeu_ps(l->s + r * l->t16 + c0 + 16 * c,
                                  _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r][c], cm)), vsc));
@@ -166,12 +181,15 @@ VNNI static inline __attribute__((always_inline)) void context_rows(const layout
         __mmask16 m[4];
         for (int c = 0; c < 4; c++) m[c] = lanes_left(d - d0 - 16 * c);
         __m512i acc[RB][4];
+#pragma GCC unroll 4
         for (int r = 0; r < rb; r++)
+#pragma GCC unroll 4
             for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_si512();
         for (int64_t g = 0; g < l->t4 / 4; g++) {
             const int8_t *vr = l->vp + (g * d + d0) * 4;
             __m512i v0 = _mm512_maskz_loadu_epi32(m[0], vr), v1 = _mm512_maskz_loadu_epi32(m[1], vr + 64),
                     v2 = _mm512_maskz_loadu_epi32(m[2], vr + 128), v3 = _mm512_maskz_loadu_epi32(m[3], vr + 192);
+#pragma GCC unroll 4
             for (int r = 0; r < rb; r++) {
                 int32_t w;
                 memcpy(&w, l->pu + r * l->t4 + 4 * g, 4);
@@ -182,8 +200,10 @@ VNNI static inline __attribute__((always_inline)) void context_rows(const layout
                 acc[r][3] = _mm512_dpbusd_epi32(acc[r][3], pb, v3);
             }
         }
+#pragma GCC unroll 4
         for (int r = 0; r < rb; r++) {
             const __m512 vr = _mm512_set1_ps(rs[r]);
+#pragma GCC unroll 4
             for (int c = 0; c < 4; c++) {
                 if (!m[c]) continue;
                 const __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[r][c]), vr);
@@ -201,23 +221,151 @@ VNNI static inline __attribute__((always_inline)) void context_rows(const layout
     }
 }
 
+/* One row of scores_rows (the tail of a block). */
+VNNI static void scores_rows1(const layout *l, const uint8_t *qu, int64_t d, float scale, float *srow) {
+    const __m512 vsc = _mm512_set1_ps(scale);
+    for (int64_t c0 = 0; c0 < l->t16; c0 += 16) {
+        __m512i acc = _mm512_setzero_si512();
+        for (int64_t g = 0; g < d / 4; g++) {
+            int32_t w;
+            memcpy(&w, qu + 4 * g, 4);
+            acc = _mm512_dpbusd_epi32(acc, _mm512_set1_epi32(w), _mm512_loadu_si512(l->kp + (g * l->t16 + c0) * 4));
+        }
+        _mm512_storeu_ps(srow + c0, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc, _mm512_loadu_si512(l->comp + c0))), vsc));
+    }
+}
+
+/* One row of context_rows. */
+VNNI static void context_rows1(const layout *l, int64_t d, float rs, const uint8_t *pu, const b8_attn_s8_params *p,
+                               float *ctx, int8_t *ctxq) {
+    const __m512 vr = _mm512_set1_ps(rs);
+    for (int64_t d0 = 0; d0 < d; d0 += 16) {
+        const __mmask16 m = lanes_left(d - d0);
+        __m512i acc = _mm512_setzero_si512();
+        for (int64_t g = 0; g < l->t4 / 4; g++) {
+            int32_t w;
+            memcpy(&w, pu + 4 * g, 4);
+            acc = _mm512_dpbusd_epi32(acc, _mm512_set1_epi32(w), _mm512_maskz_loadu_epi32(m, l->vp + (g * d + d0) * 4));
+        }
+        const __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), vr);
+        if (ctxq) {
+            __m512 z = _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, p->out_mul + d0));
+            z = _mm512_min_ps(_mm512_max_ps(z, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
+            _mm_mask_storeu_epi8(ctxq + d0, m, _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(z)));
+        } else {
+            _mm512_mask_storeu_ps(ctx + d0, m, y);
+        }
+    }
+}
+
+/* pack() for the VNNI path, the same bytes: K as 32-bit words (4 depths) moved into place, comp
+ * from vpdpbusd against ones, V interleaved 4 keys at a time with byte/word unpacks. */
+VNNI static void pack_vnni(const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_t d, const layout *l) {
+    const int64_t g4 = d / 4;
+    int32_t *kp = (int32_t *)l->kp;
+    const __mmask16 km = lanes_left(g4 > 16 ? 16 : g4);
+    const __m512i ones = _mm512_set1_epi8(1);
+    for (int64_t j = 0; j < l->t16; j++) {
+        if (j >= T) {
+            for (int64_t g = 0; g < g4; g++) kp[g * l->t16 + j] = 0;
+            l->comp[j] = 0;
+            continue;
+        }
+        int32_t s = 0;
+        for (int64_t g0 = 0; g0 < g4; g0 += 16) {
+            const __mmask16 m = g4 - g0 >= 16 ? (__mmask16)0xFFFF : lanes_left(g4 - g0);
+            const __m512i row = _mm512_maskz_loadu_epi32(m, k + j * ld + 4 * g0);
+            int32_t w[16];
+            _mm512_storeu_si512(w, row);
+            for (int64_t g = g0; g < g4 && g < g0 + 16; g++) kp[g * l->t16 + j] = w[g - g0];
+            s += _mm512_reduce_add_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, row));
+        }
+        l->comp[j] = 128 * s;
+    }
+    (void)km;
+    int32_t *vp = (int32_t *)l->vp;
+    for (int64_t j0 = 0; j0 < l->t4; j0 += 4) {
+        const int8_t *r[4];
+        static const int8_t zero[64] = {0};
+        for (int c = 0; c < 4; c++) r[c] = j0 + c < T ? v + (j0 + c) * ld : NULL;
+        int64_t dd = 0;
+        for (; dd + 16 <= d; dd += 16) {
+            __m128i a = r[0] ? _mm_loadu_si128((const __m128i *)(r[0] + dd)) : _mm_setzero_si128();
+            __m128i b = r[1] ? _mm_loadu_si128((const __m128i *)(r[1] + dd)) : _mm_setzero_si128();
+            __m128i c = r[2] ? _mm_loadu_si128((const __m128i *)(r[2] + dd)) : _mm_setzero_si128();
+            __m128i e = r[3] ? _mm_loadu_si128((const __m128i *)(r[3] + dd)) : _mm_setzero_si128();
+            __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+            __m128i ce0 = _mm_unpacklo_epi8(c, e), ce1 = _mm_unpackhi_epi8(c, e);
+            int32_t *o = vp + (j0 / 4) * d + dd;
+            _mm_storeu_si128((__m128i *)(o + 0), _mm_unpacklo_epi16(ab0, ce0));
+            _mm_storeu_si128((__m128i *)(o + 4), _mm_unpackhi_epi16(ab0, ce0));
+            _mm_storeu_si128((__m128i *)(o + 8), _mm_unpacklo_epi16(ab1, ce1));
+            _mm_storeu_si128((__m128i *)(o + 12), _mm_unpackhi_epi16(ab1, ce1));
+        }
+        for (; dd < d; dd++) {
+            uint32_t w = 0;
+            for (int c = 0; c < 4; c++) w |= (uint32_t)(uint8_t)(r[c] ? r[c][dd] : zero[0]) << (8 * c);
+            vp[(j0 / 4) * d + dd] = (int32_t)w;
+        }
+    }
+}
+
+/* softmax_u8() in AVX-512: the same max, exp (vmath_avx512.h), lane sums and rounding. */
+VNNI static float softmax_u8_vnni(const float *s, int64_t T, int64_t t4, const int32_t *mask, float v_scale255,
+                                  uint8_t *pu) {
+    __m512 vmx = _mm512_set1_ps(-INFINITY);
+    for (int64_t j = 0; j < T; j += 16) {
+        __mmask16 k = lanes_left(T - j);
+        if (mask) k &= _mm512_mask_cmpneq_epi32_mask(k, _mm512_maskz_loadu_epi32(k, mask + j), _mm512_setzero_si512());
+        vmx = _mm512_mask_max_ps(vmx, k, vmx, _mm512_maskz_loadu_ps(k, s + j));
+    }
+    const float mx = _mm512_reduce_max_ps(vmx);
+    const bool none = mx == -INFINITY;
+    const __m512 vm = _mm512_set1_ps(mx), k255 = _mm512_set1_ps(255.0f);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t j = 0; j < t4; j += 16) {
+        const __mmask16 inr = lanes_left(T - j), out = lanes_left(t4 - j);
+        __mmask16 k = inr;
+        if (mask && !none) k &= _mm512_mask_cmpneq_epi32_mask(inr, _mm512_maskz_loadu_epi32(inr, mask + j), _mm512_setzero_si512());
+        __m512 e = none ? _mm512_maskz_mov_ps(inr, _mm512_set1_ps(1.0f))
+                        : _mm512_maskz_mov_ps(k, b8_v16_exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(inr, s + j), vm)));
+        acc = _mm512_add_ps(acc, e);
+        const __m512 x = _mm512_min_ps(_mm512_mul_ps(e, k255), k255);
+        _mm_mask_storeu_epi8(pu + j, out, _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(x)));
+    }
+    float lane[16];
+    _mm512_storeu_ps(lane, acc);
+    float sum = lane[0];
+    for (int l = 1; l < 16; l++) sum += lane[l];
+    return v_scale255 / sum;
+}
+
 VNNI void b8_attention_s8__avx512vnni(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T,
                                       int64_t d, const b8_attn_s8_params *p, const int32_t *mask, b8_mask_mode mode,
                                       float *ctx, int8_t *ctxq, int64_t ldo, void *scratch) {
     layout l = carve(scratch, T, d);
-    pack(k, v, ld, T, d, &l);
+    pack_vnni(k, v, ld, T, d, &l);
     const float vs = p->v_scale / 255.0f;
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
     float rs[RB];
     for (int64_t i = 0; i < T; i += RB) {
         const int rb = T - i >= RB ? RB : (int)(T - i);
-        for (int r = 0; r < rb; r++)
-            for (int64_t kk = 0; kk < d; kk++) l.qu[r * d + kk] = (uint8_t)(q[(i + r) * ld + kk] + 128);
-        scores_rows(&l, l.qu, d, p->score_scale, rb);
-        for (int r = 0; r < rb; r++) {
-            b8_softmax_rows__avx512(l.s + r * l.t16, 1, T, mask, mode);
-            rs[r] = quantize_probs(l.s + r * l.t16, T, l.t4, vs, l.pu + r * l.t4);
-        }
-        context_rows(&l, d, rs, p, ctx ? ctx + i * ldo : NULL, ctxq ? ctxq + i * ldo : NULL, ldo, rb);
+        for (int r = 0; r < rb; r++) /* q + 128 as u8: flip the sign bit */
+            for (int64_t k0 = 0; k0 < d; k0 += 64) {
+                const __mmask64 m = d - k0 >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (d - k0)) - 1);
+                _mm512_mask_storeu_epi8(l.qu + r * d + k0, m,
+                                        _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, q + (i + r) * ld + k0), flip));
+            }
+        /* constant row counts, so that the accumulators stay in registers */
+        if (rb == RB) scores_rows(&l, l.qu, d, p->score_scale, RB);
+        else
+            for (int r = 0; r < rb; r++) scores_rows1(&l, l.qu + r * d, d, p->score_scale, l.s + r * l.t16);
+        for (int r = 0; r < rb; r++) rs[r] = softmax_u8_vnni(l.s + r * l.t16, T, l.t4, mask, vs, l.pu + r * l.t4);
+        if (rb == RB) context_rows(&l, d, rs, p, ctx ? ctx + i * ldo : NULL, ctxq ? ctxq + i * ldo : NULL, ldo, RB);
+        else
+            for (int r = 0; r < rb; r++)
+                context_rows1(&l, d, rs[r], l.pu + r * l.t4, p, ctx ? ctx + (i + r) * ldo : NULL,
+                              ctxq ? ctxq + (i + r) * ldo : NULL);
     }
 }
 
