@@ -62,6 +62,8 @@ struct b8_sgemm_w {
     float *bias;     /* [n] */
     dnnl_memory_desc_t wmd;
     dnnl_primitive_t prim;
+    dnnl_memory_desc_t spmd; /* the primitive's scratchpad (user-managed; usually 0 bytes) */
+    size_t sp_bytes;
 };
 
 /* The scalar twin: plain loops, k ascending, then the epilogue in oneDNN's order (post-op,
@@ -136,8 +138,11 @@ static dnnl_status_t make_pd(dnnl_primitive_desc_t *pd, int64_t n, int64_t k, b8
     if (s != dnnl_success) return s;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
+    /* A user-managed scratchpad: several threads execute one primitive at once (one weight
+     * shared by every session), so each call brings its own scratch memory, if any is needed. */
+    if ((s = dnnl_primitive_attr_create(&attr)) != dnnl_success) return s;
+    if ((s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user)) != dnnl_success) goto out;
     if (post != B8_ACT_NONE || acc) {
-        if ((s = dnnl_primitive_attr_create(&attr)) != dnnl_success) return s;
         if ((s = dnnl_post_ops_create(&po)) != dnnl_success) goto out;
         if (post != B8_ACT_NONE &&
             (s = dnnl_post_ops_append_eltwise(po, 1.0f, post_alg(post), 0.0f, 0.0f)) != dnnl_success)
@@ -200,6 +205,8 @@ bert8_status b8_sgemm_w_pack(const float *wsrc, const float *bias, int64_t n, in
     b8_cpu_log("sgemm N=%lld K=%lld: oneDNN matmul %s (M at run time)", (long long)n, (long long)k,
                impl ? impl : "?");
     w->wmd = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    const dnnl_memory_desc_t *spmd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    if (spmd && (w->sp_bytes = dnnl_memory_desc_get_size(spmd)) > 0) w->spmd = *spmd;
     size_t bytes = dnnl_memory_desc_get_size(&w->wmd);
     w->packed = b8_malloc_aligned(bytes);
     w->bias = b8_calloc_aligned((size_t)n, sizeof(float));
@@ -264,19 +271,23 @@ bert8_status b8_sgemm(const b8_sgemm_w *w, const float *a, int64_t lda, int64_t 
     md_2d(&cmd, m, w->n, ldc);
     dnnl_dims_t bd = {1, w->n};
     dnnl_memory_desc_init_by_tag(&bmd, 2, bd, dnnl_f32, dnnl_ab);
-    dnnl_memory_t ma = NULL, mw = NULL, mb = NULL, mc = NULL;
+    dnnl_memory_t ma = NULL, mw = NULL, mb = NULL, mc = NULL, msp = NULL;
     dnnl_stream_t stream = NULL;
     bert8_status st = BERT8_OK;
     dnnl_status_t s;
-    if ((s = dnnl_memory_create(&ma, &amd, eng, (void *)a)) != dnnl_success ||
+    void *scratch = w->sp_bytes ? b8_malloc_aligned(w->sp_bytes) : NULL;
+    if (w->sp_bytes && !scratch) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory (matmul scratchpad)");
+    if ((w->sp_bytes && (s = dnnl_memory_create(&msp, &w->spmd, eng, scratch)) != dnnl_success) ||
+        (s = dnnl_memory_create(&ma, &amd, eng, (void *)a)) != dnnl_success ||
         (s = dnnl_memory_create(&mw, &w->wmd, eng, w->packed)) != dnnl_success ||
         (s = dnnl_memory_create(&mb, &bmd, eng, w->bias)) != dnnl_success ||
         (s = dnnl_memory_create(&mc, &cmd, eng, c)) != dnnl_success ||
         (s = dnnl_stream_create(&stream, eng, dnnl_stream_default_flags)) != dnnl_success) {
         st = dnnl_fail(e, s, "matmul setup");
     } else {
-        dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mw}, {DNNL_ARG_BIAS, mb}, {DNNL_ARG_DST, mc}};
-        if ((s = dnnl_primitive_execute(w->prim, stream, 4, args)) != dnnl_success ||
+        dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mw}, {DNNL_ARG_BIAS, mb}, {DNNL_ARG_DST, mc},
+                                   {DNNL_ARG_SCRATCHPAD, msp}};
+        if ((s = dnnl_primitive_execute(w->prim, stream, msp ? 5 : 4, args)) != dnnl_success ||
             (s = dnnl_stream_wait(stream)) != dnnl_success)
             st = dnnl_fail(e, s, "matmul");
     }
@@ -285,5 +296,7 @@ bert8_status b8_sgemm(const b8_sgemm_w *w, const float *a, int64_t lda, int64_t 
     if (mw) dnnl_memory_destroy(mw);
     if (mb) dnnl_memory_destroy(mb);
     if (mc) dnnl_memory_destroy(mc);
+    if (msp) dnnl_memory_destroy(msp);
+    b8_free_aligned(scratch);
     return st;
 }

@@ -155,6 +155,9 @@ static dnnl_status_t create_prim(const dnnl_state *st, const b8_qweight *w, cons
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_status_t s = dnnl_primitive_attr_create(&attr);
+    /* user-managed scratchpad: a cached primitive runs in several threads at once, each call
+     * brings its own scratch memory (if the primitive needs any) */
+    if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
     if (s == dnnl_success && k->out != 0) {
         float *sc = malloc((size_t)w->N * sizeof(float));
         if (!sc) s = dnnl_out_of_memory;
@@ -246,9 +249,10 @@ bert8_status b8_qgemm_dnnl_run(const int8_t *A, int64_t lda, int64_t M, const b8
     int owned = 0;
     dnnl_status_t s = get_prim(st, w, &k, &prim, &owned);
     bert8_status ret = BERT8_OK;
-    dnnl_memory_t mem[8] = {0};
+    dnnl_memory_t mem[9] = {0};
     int nm = 0;
-    dnnl_exec_arg_t args[8];
+    dnnl_exec_arg_t args[9];
+    void *scratch = NULL;
     dnnl_stream_t stream = NULL;
     if (s != dnnl_success) {
         ret = dfail(e, s, "matmul primitive creation");
@@ -289,6 +293,21 @@ bert8_status b8_qgemm_dnnl_run(const int8_t *A, int64_t lda, int64_t M, const b8
         if (fused->out_s8)
             ADD_ARG(DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx) | DNNL_ARG_SRC_1, &row_md, fused->out_mul);
     }
+    {
+        const_dnnl_primitive_desc_t ppd = NULL;
+        const dnnl_memory_desc_t *spmd = NULL;
+        size_t sp_bytes = 0;
+        if (dnnl_primitive_get_primitive_desc(prim, &ppd) == dnnl_success &&
+            (spmd = dnnl_primitive_desc_query_md(ppd, dnnl_query_scratchpad_md, 0)) != NULL)
+            sp_bytes = dnnl_memory_desc_get_size(spmd);
+        if (sp_bytes) {
+            if (!(scratch = b8_malloc_aligned(sp_bytes))) {
+                ret = b8_fail(e, BERT8_ERR_NOMEM, "out of memory (matmul scratchpad)");
+                goto done;
+            }
+            ADD_ARG(DNNL_ARG_SCRATCHPAD, spmd, scratch);
+        }
+    }
 #undef ADD_ARG
     if ((s = dnnl_stream_create(&stream, st->eng, dnnl_stream_default_flags)) != dnnl_success ||
         (s = dnnl_primitive_execute(prim, stream, nm, args)) != dnnl_success ||
@@ -311,5 +330,6 @@ done:
     for (int i = 0; i < nm; i++) dnnl_memory_destroy(mem[i]);
     if (owned) dnnl_primitive_destroy(prim);
     b8_free_aligned(tmp);
+    b8_free_aligned(scratch);
     return ret;
 }
