@@ -172,7 +172,7 @@ static void finish_timing(timing *x, long iters) {
 }
 
 static void print_roofline(const char *what, const opcost *c, const timing *x, long iters, double peak_int8,
-                           double peak_fp32, bool int8) {
+                           double peak_fp32, bool int8, bool int8_attention) {
     printf("  roofline, %s (per pass: operations, minimum bytes, median time)\n", what);
     printf("    %-10s %9s %9s %9s %10s %8s %9s\n", "op", "GOP", "MB", "ms", "GOP/s", "% peak", "ops/byte");
     double sum = 0;
@@ -181,7 +181,8 @@ static void print_roofline(const char *what, const opcost *c, const timing *x, l
         /* the profile sums every timed pass: its share of the median pass */
         const double t = sum > 0 ? x->prof[i] / sum * x->med : 0;
         const bool lin = i >= BERT8_OP_QKV && i <= BERT8_OP_FFN_OUT && i != BERT8_OP_ATTENTION;
-        const double peak = lin && int8 ? peak_int8 : peak_fp32;
+        const bool att8 = i == BERT8_OP_ATTENTION && int8_attention; /* its products on vpdpbusd */
+        const double peak = (lin || att8) && int8 ? peak_int8 : peak_fp32;
         const double r = t > 0 ? c->ops[i] / t / 1e9 : 0;
         printf("    %-10s %9.3f %9.1f %9.2f %10.1f %7.1f%% %9.1f\n", bert8_op_name((bert8_op)i), c->ops[i] / 1e9,
                c->bytes[i] / 1e6, t * 1e3, r, peak > 0 ? 100 * r / peak : 0,
@@ -245,7 +246,8 @@ int cmd_bench(int argc, char **argv) {
                "         [--lengths FILE] [--roofline [--plot FILE.svg|png]] [--json]\n"
                "  --lengths FILE  one token count per line; batches of B consecutive lengths, timed\n"
                "                  padding-free and padded (the same batches padded to their longest)\n"
-               "  --roofline      measures the FP32, INT8 and memory ceilings and prints each op's rate\n");
+               "  --roofline      measures the FP32, INT8 and memory ceilings and prints each op's rate\n"
+               "                  (without MODEL_DIR: the ceilings only)\n");
         return 0;
     }
     const char *bs = cli_opt(&a, "--batch"), *ss = cli_opt(&a, "--seq"), *th = cli_opt(&a, "--threads");
@@ -267,6 +269,21 @@ int cmd_bench(int argc, char **argv) {
     if (!parse_scheme(C, scheme_s, &p.scheme) || !parse_alpha(C, alpha_s, &p.alpha, &p.smooth) ||
         !parse_attention(C, att, &p.int8_attention) || !parse_embeddings(C, emb, &p.int8_embeddings))
         return 1;
+    if (!dir && roofline && !plot_path) {
+        /* no model: the machine's ceilings only */
+        bert8_peaks pk0;
+        if (bert8_measure_peaks((int)threads, &pk0)) return cli_error(C, "out of memory");
+        if (json)
+            printf("{\"peaks\":{\"threads\":%d,\"fp32_gflops\":%.2f,\"int8_gops\":%.2f,\"mem_gbps\":%.2f},"
+                   "\"fp32_gflops_per_core\":%.2f,\"int8_gops_per_core\":%.2f}\n",
+                   pk0.threads, pk0.fp32_gflops, pk0.int8_gops, pk0.mem_gbps, pk0.fp32_gflops / pk0.threads,
+                   pk0.int8_gops / pk0.threads);
+        else
+            printf("peaks on %d threads: FP32 %.1f GFLOP/s (%.1f per core), INT8 %.1f GOP/s (%.1f per core), "
+                   "memory %.1f GB/s\n", pk0.threads, pk0.fp32_gflops, pk0.fp32_gflops / pk0.threads, pk0.int8_gops,
+                   pk0.int8_gops / pk0.threads, pk0.mem_gbps);
+        return 0;
+    }
     bert8_model *m = cli_load_model(C, dir, (int)threads), *q = NULL;
     if (!m) return 1;
     const bert8_model_info *info = bert8_model_get_info(m);
@@ -411,8 +428,8 @@ int cmd_bench(int argc, char **argv) {
                "seq/s (%.1f%% reached)\n",
                gop_seq, pad, pk.fp32_gflops / gop_seq, 100 * (seqs / tf.med) / (pk.fp32_gflops / gop_seq),
                pk.int8_gops / gop_seq, pk.int8_gops > 0 ? 100 * (seqs / tq.med) / (pk.int8_gops / gop_seq) : 0);
-        print_roofline("fp32", &cf, &tf, iters, pk.int8_gops, pk.fp32_gflops, false);
-        print_roofline("int8", &cq, &tq, iters, pk.int8_gops, pk.fp32_gflops, true);
+        print_roofline("fp32", &cf, &tf, iters, pk.int8_gops, pk.fp32_gflops, false, false);
+        print_roofline("int8", &cq, &tq, iters, pk.int8_gops, pk.fp32_gflops, true, p.int8_attention);
         if (plot_path) {
             char title[300];
             snprintf(title, sizeof title, "bert8 roofline: %lld layers, hidden %lld, %s, %ld threads",
