@@ -166,8 +166,13 @@ TEST(int8_attention_twins_bit_exact_and_close_to_fp32) {
             for (int64_t j = 0; j < T; j++) mask[j] = j == 0 || j % 4 != 2;
             for (int64_t k = 0; k < d; k++) mul[k] = 40.0f + frand(30.0f);
             const float sq = 0.02f, sk = 0.015f, sv = 0.03f;
-            b8_attn_s8_params p = {sq * sk / sqrtf((float)d), sv, mul};
+            /* V per tensor (sv), then per channel (ch: the fp32 output scaled per channel, the
+             * int8 one with mul x ch folded, as the forward pass does) */
+            float *ch = malloc((size_t)d * sizeof(float)), *mulch = malloc((size_t)d * sizeof(float));
+            for (int64_t k = 0; k < d; k++) ch[k] = (k % 5 == 0 ? 0.5f : 0.002f) + 0.01f * frand(1.0f), mulch[k] = mul[k] * ch[k];
+            for (int perch = 0; perch < 2; perch++)
             for (int mode = 0; mode < 2; mode++) {
+                b8_attn_s8_params p = {sq * sk / sqrtf((float)d), perch ? 1.0f : sv, perch ? mulch : mul, perch ? ch : NULL};
                 const int32_t *mk = mode ? mask : NULL;
                 b8_attention_s8__scalar(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mk, (b8_mask_mode)mode, c1, NULL, ldo, scr);
                 b8_attention_s8__scalar(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mk, (b8_mask_mode)mode, NULL, o1, ldo, scr);
@@ -191,10 +196,13 @@ TEST(int8_attention_twins_bit_exact_and_close_to_fp32) {
                     for (int64_t j = 0; j < T; j++) sum += (sc[j] = exp(sc[j] - mx));
                     for (int64_t k = 0; k < d; k++) {
                         double want = 0;
-                        for (int64_t j = 0; j < T; j++) want += sc[j] / sum * qkv[j * ld + 2 * d + k] * sv;
-                        worst = fmax(worst, fabs(c1[i * ldo + k] - want) / (127 * sv));
-                        /* the int8 output is the fp32 one requantized */
-                        CHECK(o1[i * ldo + k] == b8_q8(c1[i * ldo + k] * mul[k]));
+                        const double svk = perch ? ch[k] : sv;
+                        for (int64_t j = 0; j < T; j++) want += sc[j] / sum * qkv[j * ld + 2 * d + k] * svk;
+                        worst = fmax(worst, fabs(c1[i * ldo + k] - want) / (127 * svk));
+                        /* the int8 output is the fp32 one requantized (per channel, the product of
+                         * the two multipliers is rounded once more: within one step) */
+                        if (!perch) CHECK(o1[i * ldo + k] == b8_q8(c1[i * ldo + k] * mul[k]));
+                        else CHECK(abs(o1[i * ldo + k] - b8_q8(c1[i * ldo + k] * mul[k])) <= 1);
                     }
                 }
                 /* probabilities on 8 bits (per-row scale): about 1/255 of V's range at worst */
@@ -202,7 +210,7 @@ TEST(int8_attention_twins_bit_exact_and_close_to_fp32) {
                        (long long)d, worst);
                 if (ldo > d) CHECK(c1[ldo - 1] == 0.0f && o1[ldo - 1] == 0);
             }
-            free(qkv), free(o1), free(o2), free(c1), free(c2), free(mul), free(mask);
+            free(qkv), free(o1), free(o2), free(c1), free(c2), free(mul), free(mask), free(ch), free(mulch);
             b8_free_aligned(scr);
         }
     if (!vnni) TU_SKIP("no AVX512-VNNI: only the scalar twin was checked");

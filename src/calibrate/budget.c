@@ -226,7 +226,8 @@ static void att_error(const float *q, const float *k, const float *v, int64_t T,
     for (int64_t i = 0; i < T * H; i++) {
         qq[i] = b8_q8(q[i] / f->sq) * f->sq;
         kq[i] = b8_q8(k[i] / f->sk) * f->sk;
-        vq[i] = b8_q8(v[i] / f->sv) * f->sv;
+        const float sv = f->sv_ch ? f->sv_ch[i % H] : f->sv;
+        vq[i] = b8_q8(v[i] / sv) * sv;
     }
     att_context(q, k, v, T, H, A, false, p, c0);
     att_context(qq, kq, vq, T, H, A, true, p, c1);
@@ -342,9 +343,15 @@ static bert8_status prepare_forms(search *S, const b8_calib *cs, bert8_budget_un
             S->fixed[u] = !S->qp->int8_attention || S->fixed[u - B8_UNIT_ATTENTION_POS + B8_UNIT_QKV_POS];
             units[u].fixed = S->fixed[u];
             if (S->fixed[u]) break;
-            float sc[3];
-            b8_qattn_scales(cs, l, sc);
-            st = b8_qattn_make(sc[0], sc[1], sc[2], m->cfg.hidden_size, &S->forms[u][BERT8_UNIT_INT8_STATIC].att, S->e);
+            float sc[3], *sv_ch = malloc((size_t)m->cfg.hidden_size * sizeof(float));
+            if (!sv_ch) {
+                st = b8_fail(S->e, BERT8_ERR_NOMEM, "out of memory");
+                break;
+            }
+            b8_qattn_scales(cs, l, sc, sv_ch);
+            st = b8_qattn_make(sc[0], sc[1], sc[2], sv_ch, m->cfg.hidden_size, &S->forms[u][BERT8_UNIT_INT8_STATIC].att,
+                               S->e);
+            free(sv_ch);
             if (st) b8_wrap(S->e, "layer %lld %s", (long long)l, d->key);
             break;
         }
@@ -382,7 +389,8 @@ static bert8_status build_candidate(const search *S, const bert8_unit_mode *mode
             break;
         case B8_UNIT_ATTENTION: /* after its layer's QKV unit (a lower index): only over an INT8 one */
             if (ly->q[d->group])
-                st = b8_qattn_make(form->att->sq, form->att->sk, form->att->sv, m->cfg.hidden_size, &ly->att, S->e);
+                st = b8_qattn_make(form->att->sq, form->att->sk, form->att->sv, form->att->sv_ch, m->cfg.hidden_size,
+                                   &ly->att, S->e);
             break;
         }
     }

@@ -61,7 +61,9 @@ bool b8_quant_attention(const bert8_quant_params *p, int64_t layers);
 
 /* The per-tensor scales of Q, K and V of layer l (max |x| / 127 over the calibration set; needs
  * b8_calib_init with attention). */
-void b8_qattn_scales(const b8_calib *c, int64_t l, float sc[3]);
+/* A layer's INT8 attention scales from its calibration maxima: Q and K per tensor (sc[0], sc[1]),
+ * V per channel into sv_ch [H] (sc[2]: V's per-tensor scale). */
+void b8_qattn_scales(const b8_calib *c, int64_t l, float sc[3], float *sv_ch);
 
 /* Whether the keep_fp32 glob patterns name a checkpoint weight of group g of layer l. */
 bool b8_group_kept(const bert8_model *m, int64_t l, b8_group g, const char *patterns);

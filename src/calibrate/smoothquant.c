@@ -208,13 +208,19 @@ bool b8_quant_attention(const bert8_quant_params *p, int64_t layers) {
     return false;
 }
 
-void b8_qattn_scales(const b8_calib *cs, int64_t l, float sc[3]) {
+void b8_qattn_scales(const b8_calib *cs, int64_t l, float sc[3], float *sv_ch) {
     const b8_site sites[3] = {B8_SITE_Q, B8_SITE_K, B8_SITE_V};
     for (int i = 0; i < 3; i++) {
         const b8_site_stats *ss = b8_calib_site(cs, l, sites[i]);
         float mx = 0;
         for (int64_t j = 0; j < ss->k; j++) mx = ss->amax[j] > mx ? ss->amax[j] : mx;
         sc[i] = mx > 0 ? mx / 127.0f : 1.0f;
+        /* V per channel; a channel (nearly) silent in calibration gets at most 256 times the
+         * per-tensor resolution, so that an unseen value there saturates gracefully */
+        for (int64_t j = 0; i == 2 && sv_ch && j < ss->k; j++) {
+            const float s = ss->amax[j] / 127.0f, floor = sc[2] / 256.0f;
+            sv_ch[j] = s > floor ? s : floor;
+        }
     }
 }
 
@@ -277,9 +283,15 @@ bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, s
         const bool att_l = p.unit_modes ? p.unit_modes[l * B8_UNITS_PER_LAYER + B8_UNIT_ATTENTION_POS] != BERT8_UNIT_FP32
                                         : p.int8_attention;
         if (att_l && m->layers[l].q[B8_GROUP_QKV]) {
-            float sc[3];
-            b8_qattn_scales(&cs, l, sc);
-            if ((st = b8_qattn_make(sc[0], sc[1], sc[2], m->cfg.hidden_size, &m->layers[l].att, &e))) goto done;
+            float sc[3], *sv_ch = malloc((size_t)m->cfg.hidden_size * sizeof(float));
+            if (!sv_ch) {
+                st = b8_fail(&e, BERT8_ERR_NOMEM, "out of memory");
+                goto done;
+            }
+            b8_qattn_scales(&cs, l, sc, sv_ch);
+            st = b8_qattn_make(sc[0], sc[1], sc[2], sv_ch, m->cfg.hidden_size, &m->layers[l].att, &e);
+            free(sv_ch);
+            if (st) goto done;
         }
         if (p.progress) b8_calib_progress("quantizing", l + 1, L);
     }

@@ -6,8 +6,8 @@
  * "<base>.smooth_factor" [k] and, for static activations, "<base>.input_scale" [1] (names in
  * io/names.h); every other tensor is kept as in the source checkpoint.
  *
- * quantization_config.json (version 2):
- *   {"quant_method": "bert8-smoothquant", "version": 2, "scheme": "static" | "dynamic",
+ * quantization_config.json (version 3):
+ *   {"quant_method": "bert8-smoothquant", "version": 3, "scheme": "static" | "dynamic",
  *    "calibration_samples": N, "keep_fp32": "patterns", "attention": "fp32" | "int8",
  *    "embeddings": "fp32" | "int8",
  *    "layers": [{"qkv": {"mode": "int8_static" | "int8_dynamic" | "fp32", "alpha": a | null},
@@ -15,7 +15,8 @@
  *                "attention": "int8" | "fp32"}, ...],
  *    "weights": "...", "activations": "..."}            (the last two are descriptions only)
  * Version 1 files (one scheme for the folder, "alpha_per_layer": [{"qkv": a | null | "fp32",
- * ...}]) are read too. */
+ * ...}]) are read too, and version 2 files (the value output_scale of INT8 attention per
+ * tensor only; version 3 also allows one per channel). */
 #ifndef BERT8_QFORMAT_H
 #define BERT8_QFORMAT_H
 
@@ -23,7 +24,7 @@
 #include "io/names.h"
 
 #define B8_QFORMAT_METHOD "bert8-smoothquant"
-#define B8_QFORMAT_VERSION 2
+#define B8_QFORMAT_VERSION 3
 
 typedef enum b8_qmode {
     B8_QMODE_FP32,    /* the group stays FP32 */

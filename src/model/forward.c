@@ -299,9 +299,12 @@ static bert8_status attention_s8(bert8_session *s, const rows *r, const b8_layer
     const b8_qlinear *qo = ly->q[B8_GROUP_ATTN_OUT];
     const bool fused = qo && qo->mode == B8_QMODE_STATIC;
     const b8_mask_mode mode = c->arch == BERT8_ARCH_DISTILBERT ? B8_MASK_REPLACE_MIN : B8_MASK_ADD_MIN;
-    const b8_attn_s8_params ap = {qa->sq * qa->sk / sqrtf((float)d), qa->sv, NULL};
+    const b8_attn_s8_params ap = {qa->sq * qa->sk / sqrtf((float)d), qa->sv, NULL, NULL};
     b8_attention_s8_fn att = b8_attention_s8_best();
-    const size_t per = (b8_attention_s8_scratch_bytes(r->T, d) + 63) & ~(size_t)63;
+    /* per thread: the kernel's scratch, then d floats for V's channel scales times the next
+     * GEMM's input multipliers */
+    const size_t kbytes = (b8_attention_s8_scratch_bytes(r->T, d) + 63) & ~(size_t)63;
+    const size_t per = (kbytes + (size_t)d * sizeof(float) + 63) & ~(size_t)63;
     const int nt = omp_get_max_threads();
     bert8_status st;
     if ((st = b8_buf_reserve(&s->att, (size_t)nt, per, &s->err))) return st;
@@ -321,6 +324,13 @@ static bert8_status attention_s8(bert8_session *s, const rows *r, const b8_layer
         void *scratch = (uint8_t *)s->att.p + (size_t)omp_get_thread_num() * per;
         b8_attn_s8_params p = ap;
         if (fused) p.out_mul = qo->in_mul + h * d;
+        if (qa->sv_ch && fused) {
+            float *fm = (float *)((uint8_t *)scratch + kbytes);
+            for (int64_t j = 0; j < d; j++) fm[j] = qo->in_mul[h * d + j] * qa->sv_ch[h * d + j];
+            p.out_mul = fm;
+        } else if (qa->sv_ch) {
+            p.ch_mul = qa->sv_ch + h * d;
+        }
         att(base, base + H, base + 2 * H, 3 * H, len, d, &p, r->mask ? r->mask + r0 : NULL, mode,
             fused ? NULL : ctx + r0 * H + h * d, fused ? ctxq + r0 * H + h * d : NULL, H, scratch);
     }

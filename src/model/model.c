@@ -331,9 +331,21 @@ static bert8_status load_attention(loader *L, int64_t l) {
                        m->dir, (long long)d);
     float sc[3];
     bert8_status st;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 2; i++)
         if ((st = get_scales(L, base[i], B8_QT_OUTPUT_SCALE, 1, &sc[i]))) return st;
-    return b8_qattn_make(sc[0], sc[1], sc[2], H, &ly->att, L->e);
+    /* V: one scale, or one per channel */
+    snprintf(name, sizeof name, "%s.%s", base[2], B8_QT_OUTPUT_SCALE);
+    const b8_st_tensor *tv = find_tensor(m, name, false);
+    if (tv->ndim == 1 && tv->shape[0] == H && H > 1) {
+        float *sv_ch = malloc((size_t)H * sizeof(float));
+        if (!sv_ch) return b8_fail(L->e, BERT8_ERR_NOMEM, "out of memory");
+        st = get_scales(L, base[2], B8_QT_OUTPUT_SCALE, H, sv_ch);
+        if (!st) st = b8_qattn_make(sc[0], sc[1], 1.0f, sv_ch, H, &ly->att, L->e);
+        free(sv_ch);
+        return st;
+    }
+    if ((st = get_scales(L, base[2], B8_QT_OUTPUT_SCALE, 1, &sc[2]))) return st;
+    return b8_qattn_make(sc[0], sc[1], sc[2], NULL, H, &ly->att, L->e);
 }
 
 static bert8_status load_layer(loader *L, int64_t l) {

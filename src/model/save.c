@@ -160,9 +160,10 @@ bert8_status bert8_model_save(const bert8_model *m, const char *out_dir, char *e
                 if (g == B8_GROUP_QKV && ly->att) {
                     char name[300];
                     static const int64_t s1[1] = {1};
-                    const float *sc[3] = {&ly->att->sq, &ly->att->sk, &ly->att->sv};
+                    const int64_t sh[1] = {m->cfg.hidden_size};
+                    const float *sc[3] = {&ly->att->sq, &ly->att->sk, ly->att->sv_ch ? ly->att->sv_ch : &ly->att->sv};
                     snprintf(name, sizeof name, "%s.%s", bases[nb], B8_QT_OUTPUT_SCALE);
-                    wl_add(&w, name, B8_F32, 1, s1, sc[i]);
+                    wl_add(&w, name, B8_F32, 1, i == 2 && ly->att->sv_ch ? sh : s1, sc[i]); /* V: per channel */
                 }
                 nb++;
             }

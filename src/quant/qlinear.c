@@ -184,20 +184,30 @@ bert8_status b8_qlinear_weights(const b8_qlinear *q, int8_t *dst, b8_err *e) {
     return b8_qweight_unpack(q->packed, dst, e);
 }
 
-bert8_status b8_qattn_make(float sq, float sk, float sv, int64_t H, b8_qattn **out, b8_err *e) {
+bert8_status b8_qattn_make(float sq, float sk, float sv, const float *sv_ch, int64_t H, b8_qattn **out, b8_err *e) {
     *out = NULL;
+    if (sv_ch) sv = 1.0f;
     const float sc[3] = {sq, sk, sv};
     for (int i = 0; i < 3; i++)
         if (!(sc[i] > 0.0f) || isinf(sc[i]))
             return b8_fail(e, BERT8_ERR_FORMAT, "INT8 attention: scale of %c is %g, not finite and positive", "QKV"[i],
                            (double)sc[i]);
+    for (int64_t j = 0; sv_ch && j < H; j++)
+        if (!(sv_ch[j] > 0.0f) || isinf(sv_ch[j]))
+            return b8_fail(e, BERT8_ERR_FORMAT, "INT8 attention: scale of V channel %lld is %g, not finite and positive",
+                           (long long)j, (double)sv_ch[j]);
     b8_qattn *a = calloc(1, sizeof *a);
-    if (!a || !(a->out_mul = b8_malloc_aligned((size_t)(3 * H) * sizeof(float)))) {
-        free(a);
+    if (!a || !(a->out_mul = b8_malloc_aligned((size_t)(3 * H) * sizeof(float))) ||
+        (sv_ch && !(a->sv_ch = b8_malloc_aligned((size_t)H * sizeof(float))))) {
+        b8_qattn_free(a);
         return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
     }
     a->sq = sq, a->sk = sk, a->sv = sv;
     for (int64_t j = 0; j < 3 * H; j++) a->out_mul[j] = 1.0f / sc[j / H];
+    if (sv_ch) {
+        memcpy(a->sv_ch, sv_ch, (size_t)H * sizeof(float));
+        for (int64_t j = 0; j < H; j++) a->out_mul[2 * H + j] = 1.0f / sv_ch[j];
+    }
     *out = a;
     return BERT8_OK;
 }
@@ -205,5 +215,6 @@ bert8_status b8_qattn_make(float sq, float sk, float sv, int64_t H, b8_qattn **o
 void b8_qattn_free(b8_qattn *a) {
     if (!a) return;
     b8_free_aligned(a->out_mul);
+    b8_free_aligned(a->sv_ch);
     free(a);
 }

@@ -31,15 +31,19 @@ typedef struct b8_qlinear {
 } b8_qlinear;
 
 /* INT8 attention of one layer: the QKV product requantizes Q, K and V to int8 with calibrated
- * per-tensor scales (x ~ scale * q), and the attention products run on int8
+ * scales (x ~ scale * q): Q and K per tensor, V per tensor or per channel (a value channel with
+ * outliers then costs the others no resolution: the context is a sum over keys of one channel,
+ * so its scale comes out of the sum). The attention products run on int8
  * (kernels/attention/attention.h). */
 typedef struct b8_qattn {
-    float sq, sk, sv;  /* scales of Q, K, V */
+    float sq, sk, sv;  /* scales of Q, K, V (sv: 1 when sv_ch is set) */
+    float *sv_ch;      /* [H] or NULL: V's scale per channel */
     float *out_mul;    /* [3H]: the QKV GEMM's requantization multipliers 1/sq | 1/sk | 1/sv */
 } b8_qattn;
 
-/* A layer's INT8 attention from its calibrated scales (each finite and positive). */
-bert8_status b8_qattn_make(float sq, float sk, float sv, int64_t H, b8_qattn **out, b8_err *e);
+/* A layer's INT8 attention from its calibrated scales (each finite and positive); sv_ch [H]
+ * (copied) replaces sv when not NULL. */
+bert8_status b8_qattn_make(float sq, float sk, float sv, const float *sv_ch, int64_t H, b8_qattn **out, b8_err *e);
 void b8_qattn_free(b8_qattn *a); /* NULL is a no-op */
 
 /* An empty [n][k] Linear (every array allocated, zeroed). NULL when out of memory. */

@@ -26,8 +26,10 @@ b8_attention_fn b8_attention_head_best(void);
 
 typedef struct b8_attn_s8_params {
     float score_scale;    /* s_q s_k / sqrt(d): int32 scores -> fp32 */
-    float v_scale;        /* s_v */
-    const float *out_mul; /* [d]: with an int8 output, its multipliers (the next GEMM's in_mul) */
+    float v_scale;        /* s_v (per tensor; 1 when V has a scale per channel, see ch_mul) */
+    const float *out_mul; /* [d]: with an int8 output, its multipliers (the next GEMM's in_mul,
+                             times V's channel scales when it has them) */
+    const float *ch_mul;  /* [d] or NULL: with an fp32 output, V's scale per channel */
 } b8_attn_s8_params;
 
 /* Q, K, V int8 [T][d] with row stride ld (bytes); the context goes to ctx (fp32) or, when ctxq

@@ -5,7 +5,7 @@
  *   e[i][j]      = exp(scores[i][j] - max_j scores[i][j]), 0 for masked keys     (vmath.h's exp)
  *   p_u8[i][j]   = rne(e[i][j] * 255)            the row's largest probability maps to 255
  *   ctx[i][d]    = (p_u8[i] . v[:, d]) * (v_scale / 255 / sum_j e[i][j])      u8 x int8 -> int32
- *   out          = ctx (fp32), or rne(clamp(ctx * out_mul[d])) (int8)     the next GEMM's input
+ *   out          = ctx * ch_mul[d] (fp32), or rne(clamp(ctx * out_mul[d])) (int8)  the next GEMM's input
  *
  * Q, K and V arrive int8 (the QKV GEMM requantizes them with calibrated per-tensor scales,
  * score_scale = s_q s_k / sqrt(d), v_scale = s_v). The softmax is never normalised in float:
@@ -106,7 +106,7 @@ static float softmax_u8(const float *s, int64_t T, int64_t t4, const int32_t *ma
 
 static inline void store_ctx(float y, int64_t dd, const b8_attn_s8_params *p, float *ctx, int8_t *ctxq) {
     if (ctxq) ctxq[dd] = b8_q8(y * p->out_mul[dd]);
-    else ctx[dd] = y;
+    else ctx[dd] = p->ch_mul ? y * p->ch_mul[dd] : y;
 }
 
 void b8_attention_s8__scalar(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_t d,
@@ -214,7 +214,8 @@ VNNI static inline __attribute__((always_inline)) void context_rows(const layout
                     __m512i zi = _mm512_cvtps_epi32(z);
                     _mm_mask_storeu_epi8(ctxq + r * ldo + d0 + 16 * c, m[c], _mm512_cvtsepi32_epi8(zi));
                 } else {
-                    _mm512_mask_storeu_ps(ctx + r * ldo + d0 + 16 * c, m[c], y);
+                    const __m512 yc = p->ch_mul ? _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m[c], p->ch_mul + d0 + 16 * c)) : y;
+                    _mm512_mask_storeu_ps(ctx + r * ldo + d0 + 16 * c, m[c], yc);
                 }
             }
         }
@@ -253,7 +254,7 @@ VNNI static void context_rows1(const layout *l, int64_t d, float rs, const uint8
             z = _mm512_min_ps(_mm512_max_ps(z, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
             _mm_mask_storeu_epi8(ctxq + d0, m, _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(z)));
         } else {
-            _mm512_mask_storeu_ps(ctx + d0, m, y);
+            _mm512_mask_storeu_ps(ctx + d0, m, p->ch_mul ? _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, p->ch_mul + d0)) : y);
         }
     }
 }
