@@ -7,3 +7,7 @@ target_include_directories(test_cli PRIVATE ${CMAKE_SOURCE_DIR}/tools)
 target_link_libraries(test_cli PRIVATE bert8_golden m)
 target_compile_definitions(test_cli PRIVATE BERT8_CLI_PATH="$<TARGET_FILE:bert8_cli>")
 add_dependencies(test_cli bert8_cli)
+# One version source: the CLI (bert8_version(), from the header's macros) prints the version CMake
+# read from the same header.
+add_test(NAME version_matches_cmake COMMAND bert8_cli --version)
+set_tests_properties(version_matches_cmake PROPERTIES LABELS unit PASS_REGULAR_EXPRESSION "^bert8 ${PROJECT_VERSION}\n$")

@@ -265,7 +265,7 @@ TEST(rejects_absurd_header_length) {
     fseek(f, (long)(8 + n - 1), SEEK_SET);
     fputc(' ', f);
     fclose(f);
-    EXPECT_FAIL(p, BERT8_ERR_FORMAT, "absurd", "100000008");
+    EXPECT_FAIL(p, BERT8_ERR_TOO_LARGE, "limit", "100000008");
 }
 
 TEST(rejects_header_not_json) {

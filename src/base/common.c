@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 bert8_status b8_fail(b8_err *e, bert8_status status, const char *fmt, ...) {
     if (e) {
@@ -83,44 +86,116 @@ void b8_buf_free(b8_buf *buf) {
     buf->cap = 0;
 }
 
-char *b8_read_file(const char *path, size_t *len, b8_err *e) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+b8_path_kind b8_path_kind_of(const char *path) {
+    struct stat sb;
+    if (!path || stat(path, &sb) != 0) return B8_PATH_NONE;
+    return S_ISREG(sb.st_mode) ? B8_PATH_FILE : B8_PATH_OTHER;
+}
+
+static const char *file_kind_name(mode_t m) {
+    if (S_ISDIR(m)) return "a folder";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISSOCK(m)) return "a socket";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    return "not a regular file";
+}
+
+int b8_open_regular(const char *path, size_t *size, b8_err *e) {
+    if (!path) {
+        b8_fail(e, BERT8_ERR_INVALID_ARG, "b8_open_regular: path is NULL");
+        return -1;
+    }
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever. It
+     * changes nothing for a regular file, which is all that gets past the fstat below. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
         b8_fail(e, BERT8_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int err = errno;
+        close(fd);
+        b8_fail(e, BERT8_ERR_IO, "cannot stat %s: %s", path, strerror(err));
+        return -1;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        b8_fail(e, BERT8_ERR_IO, "%s is %s, not a regular file", path, file_kind_name(sb.st_mode));
+        return -1;
+    }
+    if (sb.st_size < 0 || (uint64_t)sb.st_size > (uint64_t)SIZE_MAX / 2) {
+        close(fd);
+        b8_fail(e, BERT8_ERR_IO, "%s: file size %lld is not addressable", path,
+                (long long)sb.st_size);
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl != -1) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    if (size) *size = (size_t)sb.st_size;
+    return fd;
+}
+
+char *b8_read_file_max(const char *path, size_t max_bytes, size_t *len, b8_err *e) {
+    size_t size = 0;
+    int fd = b8_open_regular(path, &size, e);
+    if (fd < 0) return NULL;
+    if (size > max_bytes) {
+        close(fd);
+        b8_fail(e, BERT8_ERR_TOO_LARGE, "%s is %zu bytes, over the %zu-byte limit for this file",
+                path, size, max_bytes);
         return NULL;
     }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
+    /* The size is a hint: the file may grow or shrink while it is read. One byte more than
+     * the limit is room to notice that it grew past it. */
+    size_t cap = size + 1, n = 0;
+    char *buf = malloc(cap + 1);
     if (!buf) {
-        fclose(f);
-        b8_fail(e, BERT8_ERR_NOMEM, "out of memory reading %s", path);
+        close(fd);
+        b8_fail(e, BERT8_ERR_NOMEM, "out of memory reading %s (%zu bytes)", path, size);
         return NULL;
     }
     for (;;) {
-        if (n + 1 >= cap) {
-            if (cap > ((size_t)1 << 40)) break;
-            char *nb = realloc(buf, cap * 2);
+        if (n == cap) {
+            if (cap > max_bytes) {
+                free(buf);
+                close(fd);
+                b8_fail(e, BERT8_ERR_TOO_LARGE,
+                        "%s grew past the %zu-byte limit for this file while it was read", path,
+                        max_bytes);
+                return NULL;
+            }
+            size_t nc = cap < max_bytes / 2 ? cap * 2 : max_bytes + 1;
+            char *nb = realloc(buf, nc + 1);
             if (!nb) {
                 free(buf);
-                fclose(f);
+                close(fd);
                 b8_fail(e, BERT8_ERR_NOMEM, "out of memory reading %s", path);
                 return NULL;
             }
             buf = nb;
-            cap *= 2;
+            cap = nc;
         }
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
+        ssize_t got = read(fd, buf + n, cap - n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+            int err = errno;
+            free(buf);
+            close(fd);
+            b8_fail(e, BERT8_ERR_IO, "error reading %s at byte offset %zu: %s", path, n,
+                    strerror(err));
+            return NULL;
+        }
         if (got == 0) break;
+        n += (size_t)got;
     }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        b8_fail(e, BERT8_ERR_IO, "error reading %s", path);
-        return NULL;
-    }
+    close(fd);
     buf[n] = '\0';
     if (len) *len = n;
     return buf;
+}
+
+char *b8_read_file(const char *path, size_t *len, b8_err *e) {
+    return b8_read_file_max(path, B8_READ_FILE_MAX, len, e);
 }

@@ -47,7 +47,26 @@ typedef struct b8_buf {
 bert8_status b8_buf_reserve(b8_buf *buf, size_t count, size_t size, b8_err *e);
 void b8_buf_free(b8_buf *buf); /* frees and zeroes; NULL is a no-op */
 
-/* Reads a whole file; returns NULL and fills e on failure. *len excludes the added NUL. */
+/* Largest file b8_read_file() reads (1 GiB); the loaders pass smaller limits per file kind. */
+#define B8_READ_FILE_MAX ((size_t)1 << 30)
+
+/* Reads a whole regular file; returns NULL and fills e on failure. *len excludes the added NUL.
+ * The path is opened without blocking and checked with fstat before anything is read, so a
+ * FIFO, socket, device or folder under that name is refused (BERT8_ERR_IO) instead of
+ * blocking; a file larger than max_bytes is refused with BERT8_ERR_TOO_LARGE before any
+ * memory is allocated for it. b8_read_file() is b8_read_file_max(..., B8_READ_FILE_MAX, ...). */
 char *b8_read_file(const char *path, size_t *len, b8_err *e);
+char *b8_read_file_max(const char *path, size_t max_bytes, size_t *len, b8_err *e);
+
+/* Opens path read-only (O_CLOEXEC) for a loader: without blocking on a FIFO, and refusing
+ * anything but a regular file with a message naming the path. Returns the descriptor and
+ * its size in *size, or -1 with e filled. */
+int b8_open_regular(const char *path, size_t *size, b8_err *e);
+
+/* What is at a path, without opening it: B8_PATH_NONE when nothing is there (or it cannot be
+ * reached), B8_PATH_FILE for a regular file (symlinks followed), B8_PATH_OTHER for anything
+ * else (folder, FIFO, socket, device). */
+typedef enum b8_path_kind { B8_PATH_NONE, B8_PATH_FILE, B8_PATH_OTHER } b8_path_kind;
+b8_path_kind b8_path_kind_of(const char *path);
 
 #endif

@@ -1,46 +1,124 @@
 /* config.c: config.json -> b8_config, following transformers v4.31's class defaults. */
 #include "io/config.h"
+#include "io/json_util.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <float.h>
 
-/* Reads an integer field; absent keeps *out (the default). Wrong type or range is an error. */
+/* config.json is at most this large (a real one is a few KiB). */
+#define CONFIG_MAX_BYTES ((size_t)16 << 20)
+
+
+/* The field, or NULL when it is absent or null (both mean "use the default"). */
+static const cJSON *field(const cJSON *root, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    return (v && !cJSON_IsNull(v)) ? v : NULL;
+}
+
+static bert8_status wrong_type(const char *path, const char *key, const char *want, const cJSON *v,
+                               b8_err *e) {
+    return b8_fail(e, BERT8_ERR_FORMAT, "%s: field \"%s\" must be %s, not %s", path, key, want,
+                   b8_json_type_name(v));
+}
+
+/* Reads an integer field; absent keeps *out (the default). Wrong type or range is an error.
+ * Numbers are printed with %.15g so that a huge or fractional value reads as written. */
 static bert8_status get_int(const cJSON *root, const char *key, int64_t lo, int64_t hi,
                             int64_t *out, const char *path, b8_err *e) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (!v || cJSON_IsNull(v)) return BERT8_OK;
-    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble))
-        return b8_fail(e, BERT8_ERR_FORMAT, "%s: field \"%s\" must be an integer", path, key);
-    if (v->valuedouble < (double)lo || v->valuedouble > (double)hi)
-        return b8_fail(e, BERT8_ERR_FORMAT, "%s: field \"%s\" = %.0f is out of range [%lld, %lld]",
-                       path, key, v->valuedouble, (long long)lo, (long long)hi);
-    *out = (int64_t)v->valuedouble;
+    const cJSON *v = field(root, key);
+    if (!v) return BERT8_OK;
+    if (!cJSON_IsNumber(v)) return wrong_type(path, key, "an integer", v, e);
+    double d = v->valuedouble;
+    if (!isfinite(d) || d != floor(d))
+        return b8_fail(e, BERT8_ERR_FORMAT, "%s: field \"%s\" = %.15g is not an integer", path,
+                       key, d);
+    if (d < (double)lo || d > (double)hi)
+        return b8_fail(e, BERT8_ERR_FORMAT,
+                       "%s: field \"%s\" = %.15g is out of range [%lld, %lld]", path, key, d,
+                       (long long)lo, (long long)hi);
+    *out = (int64_t)d;
     return BERT8_OK;
 }
 
 static bert8_status get_str(const cJSON *root, const char *key, char *out, size_t cap,
                             const char *path, b8_err *e) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (!v || cJSON_IsNull(v)) return BERT8_OK;
-    if (!cJSON_IsString(v))
-        return b8_fail(e, BERT8_ERR_FORMAT, "%s: field \"%s\" must be a string", path, key);
+    const cJSON *v = field(root, key);
+    if (!v) return BERT8_OK;
+    if (!cJSON_IsString(v)) return wrong_type(path, key, "a string", v, e);
     if (strlen(v->valuestring) >= cap)
-        return b8_fail(e, BERT8_ERR_FORMAT, "%s: field \"%s\" is too long", path, key);
+        return b8_fail(e, BERT8_ERR_FORMAT, "%s: field \"%s\" (\"%.40s...\") is longer than %zu bytes",
+                       path, key, v->valuestring, cap - 1);
     strcpy(out, v->valuestring);
     return BERT8_OK;
 }
 
+/* A boolean field; absent or null keeps *out. */
+static bert8_status get_bool(const cJSON *root, const char *key, bool *out, const char *path,
+                             b8_err *e) {
+    const cJSON *v = field(root, key);
+    if (!v) return BERT8_OK;
+    if (!cJSON_IsBool(v)) return wrong_type(path, key, "true or false", v, e);
+    *out = cJSON_IsTrue(v);
+    return BERT8_OK;
+}
+
+/* Type checks of optional fields that bert8 reads or that change the maths if set: a value of
+ * the wrong type is an error naming the field, never silently ignored. */
+static bert8_status check_optional(const cJSON *root, const char *path, b8_err *e) {
+    static const char *const objects[] = {"id2label", "label2id"};
+    for (size_t i = 0; i < sizeof objects / sizeof *objects; i++) {
+        const cJSON *v = field(root, objects[i]);
+        if (v && !cJSON_IsObject(v)) return wrong_type(path, objects[i], "an object", v, e);
+    }
+    const cJSON *a = field(root, "architectures");
+    if (a) {
+        if (!cJSON_IsArray(a)) return wrong_type(path, "architectures", "an array of strings", a, e);
+        int i = 0;
+        for (const cJSON *it = a->child; it; it = it->next, i++)
+            if (!cJSON_IsString(it))
+                return b8_fail(e, BERT8_ERR_FORMAT,
+                               "%s: field \"architectures\"[%d] must be a string, not %s", path, i,
+                               b8_json_type_name(it));
+    }
+    const cJSON *pt = field(root, "problem_type");
+    if (pt) {
+        if (!cJSON_IsString(pt)) return wrong_type(path, "problem_type", "a string", pt, e);
+        /* transformers refuses any other value when it builds the config */
+        if (strcmp(pt->valuestring, "regression") &&
+            strcmp(pt->valuestring, "single_label_classification") &&
+            strcmp(pt->valuestring, "multi_label_classification"))
+            return b8_fail(e, BERT8_ERR_FORMAT,
+                           "%s: field \"problem_type\" = \"%.60s\" is not regression, "
+                           "single_label_classification or multi_label_classification",
+                           path, pt->valuestring);
+    }
+    bool decoder = false, cross = false;
+    bert8_status st;
+    if ((st = get_bool(root, "is_decoder", &decoder, path, e)) ||
+        (st = get_bool(root, "add_cross_attention", &cross, path, e)))
+        return st;
+    if (decoder || cross)
+        return b8_fail(e, BERT8_ERR_UNSUPPORTED,
+                       "%s: field \"%s\" is true: bert8 runs encoders only", path,
+                       decoder ? "is_decoder" : "add_cross_attention");
+    return BERT8_OK;
+}
+
 static bert8_status parse_labels(const cJSON *root, b8_config *cfg, const char *path, b8_err *e) {
-    const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "id2label");
+    const cJSON *map = field(root, "id2label"); /* an object: check_optional saw to it */
     int64_t n = 2; /* transformers' PretrainedConfig default */
-    if (map && cJSON_IsObject(map)) n = cJSON_GetArraySize(map);
-    const cJSON *nl = cJSON_GetObjectItemCaseSensitive(root, "num_labels");
-    if (nl && cJSON_IsNumber(nl) && !(map && cJSON_IsObject(map))) n = (int64_t)nl->valuedouble;
-    if (n < 1 || n > 100000)
-        return b8_fail(e, BERT8_ERR_FORMAT, "%s: %lld labels is out of range", path, (long long)n);
+    int64_t nl = 2;
+    bert8_status st = get_int(root, "num_labels", 1, B8_CONFIG_MAX_LABELS, &nl, path, e);
+    if (st) return st;
+    if (map) n = cJSON_GetArraySize(map);
+    else n = nl; /* id2label wins when both are given, as in PretrainedConfig */
+    if (n < 1 || n > B8_CONFIG_MAX_LABELS)
+        return b8_fail(e, BERT8_ERR_FORMAT, "%s: %lld labels is out of range [1, %d]", path,
+                       (long long)n, B8_CONFIG_MAX_LABELS);
     cfg->num_labels = n;
     cfg->labels = calloc((size_t)n, sizeof(char *));
     if (!cfg->labels) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
@@ -49,7 +127,7 @@ static bert8_status parse_labels(const cJSON *root, b8_config *cfg, const char *
         cJSON_ArrayForEach(it, map) {
             char *end = NULL;
             long id = strtol(it->string, &end, 10);
-            if (!end || *end || id < 0 || id >= n || !cJSON_IsString(it))
+            if (!end || end == it->string || *end || id < 0 || id >= n || !cJSON_IsString(it))
                 return b8_fail(e, BERT8_ERR_FORMAT, "%s: id2label entry \"%s\" is not a label id in 0..%lld",
                                path, it->string, (long long)n - 1);
             if (cfg->labels[id])
@@ -83,11 +161,17 @@ bert8_status b8_config_parse(const char *text, const char *path, b8_config *cfg,
         st = b8_fail(e, BERT8_ERR_MISSING, "%s: no \"model_type\" field", path);
         goto done;
     }
-    const cJSON *archs = cJSON_GetObjectItemCaseSensitive(root, "architectures");
-    if (cJSON_IsArray(archs) && cJSON_GetArraySize(archs) > 0) {
-        const cJSON *a0 = cJSON_GetArrayItem(archs, 0);
-        if (cJSON_IsString(a0) && strlen(a0->valuestring) < sizeof cfg->architecture)
-            strcpy(cfg->architecture, a0->valuestring);
+    if ((st = check_optional(root, path, e))) goto done;
+    const cJSON *archs = field(root, "architectures");
+    if (archs && archs->child) {
+        const char *a0 = archs->child->valuestring;
+        if (strlen(a0) >= sizeof cfg->architecture) {
+            st = b8_fail(e, BERT8_ERR_FORMAT,
+                         "%s: field \"architectures\"[0] (\"%.40s...\") is longer than %zu bytes",
+                         path, a0, sizeof cfg->architecture - 1);
+            goto done;
+        }
+        strcpy(cfg->architecture, a0);
     }
     const int64_t big = (int64_t)1 << 31;
     strcpy(cfg->act_name, "gelu");
@@ -95,8 +179,8 @@ bert8_status b8_config_parse(const char *text, const char *path, b8_config *cfg,
         !strcmp(cfg->model_type, "roberta")) {
         bool xlmr = strcmp(cfg->model_type, "bert") != 0;
         cfg->arch = xlmr ? BERT8_ARCH_XLMR : BERT8_ARCH_BERT;
-        /* BertConfig / XLMRobertaConfig defaults */
-        cfg->vocab_size = xlmr ? 30522 : 30522;
+        /* BertConfig / XLMRobertaConfig / RobertaConfig defaults (only RoBERTa's vocabulary differs) */
+        cfg->vocab_size = strcmp(cfg->model_type, "roberta") ? 30522 : 50265;
         cfg->hidden_size = 768;
         cfg->num_layers = 12;
         cfg->num_heads = 12;
@@ -115,19 +199,28 @@ bert8_status b8_config_parse(const char *text, const char *path, b8_config *cfg,
             (st = get_int(root, "pad_token_id", -1, big, &cfg->pad_token_id, path, e)) ||
             (st = get_str(root, "hidden_act", cfg->act_name, sizeof cfg->act_name, path, e)))
             goto done;
-        const cJSON *ev = cJSON_GetObjectItemCaseSensitive(root, "layer_norm_eps");
-        if (ev && cJSON_IsNumber(ev)) eps = ev->valuedouble;
-        else if (ev && !cJSON_IsNull(ev)) {
-            st = b8_fail(e, BERT8_ERR_FORMAT, "%s: field \"layer_norm_eps\" must be a number", path);
+        const cJSON *ev = field(root, "layer_norm_eps");
+        if (ev && !cJSON_IsNumber(ev)) {
+            st = wrong_type(path, "layer_norm_eps", "a number", ev, e);
             goto done;
         }
-        if (!(eps > 0 && eps < 1)) {
-            st = b8_fail(e, BERT8_ERR_FORMAT, "%s: layer_norm_eps %g is out of range", path, eps);
+        if (ev) eps = ev->valuedouble;
+        /* LayerNorm adds eps in float: it must be a normal float (a subnormal or zero one
+         * would vanish or divide by zero on a constant row) and below 1. */
+        if (!(eps >= (double)FLT_MIN && eps < 1)) {
+            st = b8_fail(e, BERT8_ERR_FORMAT,
+                         "%s: field \"layer_norm_eps\" = %.15g is out of range: it must be a "
+                         "normal positive float below 1 (at least %g)",
+                         path, eps, (double)FLT_MIN);
             goto done;
         }
         cfg->layer_norm_eps = (float)eps;
-        const cJSON *pet = cJSON_GetObjectItemCaseSensitive(root, "position_embedding_type");
-        if (pet && cJSON_IsString(pet) && strcmp(pet->valuestring, "absolute") != 0) {
+        const cJSON *pet = field(root, "position_embedding_type");
+        if (pet && !cJSON_IsString(pet)) {
+            st = wrong_type(path, "position_embedding_type", "a string", pet, e);
+            goto done;
+        }
+        if (pet && strcmp(pet->valuestring, "absolute") != 0) {
             st = b8_fail(e, BERT8_ERR_UNSUPPORTED, "%s: position_embedding_type \"%s\" is not supported (only \"absolute\")",
                          path, pet->valuestring);
             goto done;
@@ -152,10 +245,10 @@ bert8_status b8_config_parse(const char *text, const char *path, b8_config *cfg,
             (st = get_int(root, "pad_token_id", -1, big, &cfg->pad_token_id, path, e)) ||
             (st = get_str(root, "activation", cfg->act_name, sizeof cfg->act_name, path, e)))
             goto done;
-        const cJSON *sin = cJSON_GetObjectItemCaseSensitive(root, "sinusoidal_pos_embds");
-        if (sin && cJSON_IsTrue(sin)) {
-            /* the table is still stored in the checkpoint, so loading it works unchanged */
-        }
+        /* sinusoidal tables are still stored in the checkpoint, so loading works unchanged;
+         * the flag is only type-checked */
+        bool sin = false;
+        if ((st = get_bool(root, "sinusoidal_pos_embds", &sin, path, e))) goto done;
     } else {
         st = b8_fail(e, BERT8_ERR_UNSUPPORTED,
                      "%s: model_type \"%s\" is not supported (bert, distilbert, xlm-roberta, roberta)",
@@ -177,7 +270,7 @@ bert8_status b8_config_parse(const char *text, const char *path, b8_config *cfg,
         goto done;
     }
     if ((st = parse_labels(root, cfg, path, e))) goto done;
-    const cJSON *pt = cJSON_GetObjectItemCaseSensitive(root, "problem_type");
+    const cJSON *pt = field(root, "problem_type");
     cfg->regression = (pt && cJSON_IsString(pt) && !strcmp(pt->valuestring, "regression")) ||
                       cfg->num_labels == 1;
 done:
@@ -191,7 +284,7 @@ bert8_status b8_config_load(const char *dir, b8_config *cfg, b8_err *e) {
     if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "model folder path is too long");
     size_t n;
-    char *text = b8_read_file(path, &n, e);
+    char *text = b8_read_file_max(path, CONFIG_MAX_BYTES, &n, e);
     if (!text) return e ? e->status : BERT8_ERR_IO;
     bert8_status st = b8_config_parse(text, path, cfg, e);
     free(text);

@@ -6,6 +6,9 @@
 #include "base/act.h"
 #include "base/common.h"
 
+/* Most labels a classification head may have (id2label / num_labels). */
+#define B8_CONFIG_MAX_LABELS 100000
+
 typedef struct b8_config {
     bert8_arch arch;
     char model_type[32];

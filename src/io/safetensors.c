@@ -2,6 +2,7 @@
  * touched), the sharded-index loader and the writer that reproduces the reference layout. */
 #define _GNU_SOURCE
 #include "io/safetensors.h"
+#include "io/json_util.h"
 #include "base/utf8.h"
 
 #include <cjson/cJSON.h>
@@ -20,8 +21,6 @@
 #error "safetensors data are little-endian; this reader assumes a little-endian host"
 #endif
 
-/* The reference reader refuses larger headers; so do we, before allocating for one. */
-#define ST_MAX_HEADER ((uint64_t)100000000)
 /* Largest integer a JSON number (a double in cJSON) holds exactly. */
 #define ST_MAX_JSON_INT 9007199254740992.0
 
@@ -65,6 +64,7 @@ typedef struct st_file {
     const uint8_t *base; /* whole file image */
     size_t size;
     bool mapped; /* munmap on close (false for b8_st_open_memory) */
+    bool owned;  /* a copy in memory: b8_free_aligned on close */
 } st_file;
 
 typedef struct st_meta {
@@ -89,6 +89,7 @@ void b8_st_close(b8_st *st) {
     for (size_t i = 0; i < st->nfiles; i++) {
         if (st->files[i].mapped && st->files[i].base)
             munmap((void *)st->files[i].base, st->files[i].size);
+        if (st->files[i].owned) b8_free_aligned((void *)st->files[i].base);
         free(st->files[i].path);
     }
     for (size_t i = 0; i < st->nmeta; i++) {
@@ -192,16 +193,6 @@ static bool json_uint(const cJSON *v, uint64_t *out) {
     return true;
 }
 
-static const char *json_type_name(const cJSON *v) {
-    if (!v) return "missing";
-    if (cJSON_IsString(v)) return "a string";
-    if (cJSON_IsNumber(v)) return "a number";
-    if (cJSON_IsArray(v)) return "an array";
-    if (cJSON_IsObject(v)) return "an object";
-    if (cJSON_IsBool(v)) return "a boolean";
-    if (cJSON_IsNull(v)) return "null";
-    return "invalid";
-}
 
 /* Renders a parsed shape for messages. */
 static void shape_str(const b8_st_tensor *t, char *buf, size_t cap) {
@@ -234,12 +225,12 @@ static bert8_status parse_metadata(b8_st *st, const char *path, const cJSON *m, 
     if (!cJSON_IsObject(m))
         return b8_fail(e, BERT8_ERR_FORMAT,
                        "%s: header field \"__metadata__\" is %s, not an object", path,
-                       json_type_name(m));
+                       b8_json_type_name(m));
     for (const cJSON *kv = m->child; kv; kv = kv->next) {
         if (!cJSON_IsString(kv) || !kv->valuestring)
             return b8_fail(e, BERT8_ERR_FORMAT,
                            "%s: \"__metadata__\" entry \"%.200s\" is %s, not a string", path,
-                           kv->string ? kv->string : "", json_type_name(kv));
+                           kv->string ? kv->string : "", b8_json_type_name(kv));
         const char *key = kv->string ? kv->string : "";
         /* Duplicates inside one file are an error; across shards the first shard wins. */
         for (size_t i = 0; i < st->nmeta; i++) {
@@ -264,7 +255,7 @@ static bert8_status parse_entry(const char *path, const cJSON *v, size_t data_st
     if (!cJSON_IsObject(v))
         return b8_fail(e, BERT8_ERR_FORMAT,
                        "%s: tensor '%.200s': header entry is %s, not an object", path, name,
-                       json_type_name(v));
+                       b8_json_type_name(v));
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(v, "dtype");
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(v, "shape");
     const cJSON *offs = cJSON_GetObjectItemCaseSensitive(v, "data_offsets");
@@ -277,14 +268,14 @@ static bert8_status parse_entry(const char *path, const cJSON *v, size_t data_st
     if (!cJSON_IsString(dt) || !dt->valuestring)
         return b8_fail(e, BERT8_ERR_FORMAT,
                        "%s: tensor '%.200s': field \"dtype\" is %s, not a string", path, name,
-                       json_type_name(dt));
+                       b8_json_type_name(dt));
     if (!b8_dtype_from_name(dt->valuestring, &t->dtype))
         return b8_fail(e, BERT8_ERR_UNSUPPORTED, "%s: tensor '%.200s': unknown dtype \"%.40s\"",
                        path, name, dt->valuestring);
     if (!cJSON_IsArray(shape))
         return b8_fail(e, BERT8_ERR_FORMAT,
                        "%s: tensor '%.200s': field \"shape\" is %s, not an array", path, name,
-                       json_type_name(shape));
+                       b8_json_type_name(shape));
     int ndim = cJSON_GetArraySize(shape);
     if (ndim > B8_ST_MAX_DIMS)
         return b8_fail(e, BERT8_ERR_UNSUPPORTED,
@@ -304,7 +295,7 @@ static bert8_status parse_entry(const char *path, const cJSON *v, size_t data_st
                                path, name, d, x->valuedouble);
             return b8_fail(e, BERT8_ERR_FORMAT,
                            "%s: tensor '%.200s': shape dim %d is %s, not a non-negative integer",
-                           path, name, d, json_type_name(x));
+                           path, name, d, b8_json_type_name(x));
         }
         t->shape[d] = (int64_t)dim;
         if (!b8_mul_ok(numel, (size_t)dim, &numel)) overflow = true;
@@ -322,7 +313,7 @@ static bert8_status parse_entry(const char *path, const cJSON *v, size_t data_st
                        "%s: tensor '%.200s': field \"data_offsets\" is %s, not an array of two "
                        "integers",
                        path, name,
-                       cJSON_IsArray(offs) ? "an array of another length" : json_type_name(offs));
+                       cJSON_IsArray(offs) ? "an array of another length" : b8_json_type_name(offs));
     uint64_t begin, end;
     if (!json_uint(offs->child, &begin) || !json_uint(offs->child->next, &end))
         return b8_fail(e, BERT8_ERR_FORMAT,
@@ -356,6 +347,51 @@ static bert8_status parse_entry(const char *path, const cJSON *v, size_t data_st
     return BERT8_OK;
 }
 
+/* A scan of raw header bytes: an upper bound on the JSON values they can hold (each value
+ * but the first follows a ',', ':', '[' or '{') and, in *members, the entries of the
+ * top-level object (commas at depth 1, plus one). Strings are skipped, escapes included. */
+static size_t header_counts(const uint8_t *h, size_t n, size_t *members) {
+    size_t values = 1, commas = 0;
+    int depth = 0;
+    bool in_str = false, any = false;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t c = h[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = false;
+            continue;
+        }
+        switch (c) {
+        case '"':
+            in_str = true;
+            if (depth == 1) any = true;
+            break;
+        case '{':
+        case '[':
+            values++;
+            depth++;
+            break;
+        case '}':
+        case ']':
+            depth--;
+            break;
+        case ',':
+            values++;
+            if (depth == 1) commas++;
+            break;
+        case ':':
+            values++;
+            break;
+        default:
+            break;
+        }
+    }
+    *members = any ? commas + 1 : 0;
+    return values;
+}
+
 typedef struct span {
     uint64_t begin, end;
     size_t idx; /* position in the header, to keep the order of equal offsets stable */
@@ -386,11 +422,11 @@ static bert8_status parse_file(b8_st *st, size_t fi, b8_err *e) {
                        "the header would end at byte %s%" PRIu64 " but the file is %zu bytes",
                        path, hlen, hlen > UINT64_MAX - 8 ? "> " : "",
                        hlen > UINT64_MAX - 8 ? hlen : hlen + 8, len);
-    if (hlen > ST_MAX_HEADER)
-        return b8_fail(e, BERT8_ERR_FORMAT,
-                       "%s: header length %" PRIu64 " (bytes 0..7) is absurd: over the %" PRIu64
+    if (hlen > B8_ST_MAX_HEADER)
+        return b8_fail(e, BERT8_ERR_TOO_LARGE,
+                       "%s: header length %" PRIu64 " (bytes 0..7) is over the %" PRIu64
                        "-byte limit",
-                       path, hlen, ST_MAX_HEADER);
+                       path, hlen, B8_ST_MAX_HEADER);
     if (hlen < 2)
         return b8_fail(e, BERT8_ERR_FORMAT,
                        "%s: header length %" PRIu64 " is too short for a JSON object", path, hlen);
@@ -407,6 +443,18 @@ static bert8_status parse_file(b8_st *st, size_t fi, b8_err *e) {
         return b8_fail(e, BERT8_ERR_FORMAT,
                        "%s: header is not valid JSON: invalid UTF-8 at file offset %zu", path,
                        bad + 8);
+    /* Bound the parser's memory and the tensor table before parsing. */
+    size_t members = 0, values = header_counts(hdr, hn, &members);
+    if (values > B8_ST_MAX_HEADER_VALUES)
+        return b8_fail(e, BERT8_ERR_TOO_LARGE,
+                       "%s: header holds about %zu JSON values, over the limit of %zu", path,
+                       values, B8_ST_MAX_HEADER_VALUES);
+    if (members > B8_ST_MAX_TENSORS + 1 || st->n + members > B8_ST_MAX_TENSORS + 1)
+        return b8_fail(e, BERT8_ERR_TOO_LARGE,
+                       "%s: header lists %zu entries%s, over the limit of %zu tensors per "
+                       "checkpoint",
+                       path, members, st->n ? " (after the earlier shards' tensors)" : "",
+                       B8_ST_MAX_TENSORS);
     /* A NUL-terminated, padded copy: cJSON may look a few bytes past the end of its input. */
     char *copy = malloc(hn + 64);
     if (!copy) return b8_fail(e, BERT8_ERR_NOMEM, "%s: out of memory for the header", path);
@@ -437,7 +485,7 @@ static bert8_status parse_file(b8_st *st, size_t fi, b8_err *e) {
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return b8_fail(e, BERT8_ERR_FORMAT, "%s: header is %s, not a JSON object", path,
-                       json_type_name(root));
+                       b8_json_type_name(root));
     }
 
     size_t data_start = 8 + hn, data_len = len - data_start;
@@ -568,7 +616,10 @@ static b8_st *st_new(b8_err *e) {
     return st;
 }
 
-/* Maps `path` read-only into a new entry of st->files. */
+/* Opens `path` into a new entry of st->files: files up to B8_ST_COPY_MAX bytes are read into
+ * memory, larger ones are mapped read-only. A copy cannot fault if the file is truncated or
+ * rewritten while the model is loaded; a mapping can (SIGBUS on a page past the new end), and
+ * that is the price of not holding a second copy of a large checkpoint. */
 static bert8_status map_file(b8_st *st, const char *path, b8_err *e) {
     if (!grow((void **)&st->files, &st->files_cap, st->nfiles + 1, sizeof *st->files))
         return b8_fail(e, BERT8_ERR_NOMEM, "out of memory opening %s", path);
@@ -577,29 +628,44 @@ static bert8_status map_file(b8_st *st, const char *path, b8_err *e) {
     f->path = strdup(path);
     if (!f->path) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory opening %s", path);
     st->nfiles++; /* from here on b8_st_close() releases the entry */
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return b8_fail(e, BERT8_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int err = errno;
-        close(fd);
-        return b8_fail(e, BERT8_ERR_IO, "cannot stat %s: %s", path, strerror(err));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return b8_fail(e, BERT8_ERR_IO, "%s is not a regular file", path);
-    }
-    if (sb.st_size < 0 || (uint64_t)sb.st_size > SIZE_MAX) {
-        close(fd);
-        return b8_fail(e, BERT8_ERR_IO, "%s: file size %lld is not addressable", path,
-                       (long long)sb.st_size);
-    }
-    f->size = (size_t)sb.st_size;
+    size_t size = 0;
+    int fd = b8_open_regular(path, &size, e);
+    if (fd < 0) return e ? e->status : BERT8_ERR_IO;
+    f->size = size;
     if (f->size < 8) {
         /* mmap of an empty file fails; the parser reports the truncation instead. */
         close(fd);
         static const uint8_t none[8];
         f->base = none;
+        return BERT8_OK;
+    }
+    if (f->size <= B8_ST_COPY_MAX) {
+        uint8_t *buf = b8_malloc_aligned(f->size);
+        if (!buf) {
+            close(fd);
+            return b8_fail(e, BERT8_ERR_NOMEM, "out of memory reading %s (%zu bytes)", path,
+                           f->size);
+        }
+        size_t n = 0;
+        while (n < f->size) {
+            ssize_t got = pread(fd, buf + n, f->size - n, (off_t)n);
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0) {
+                int err = got < 0 ? errno : 0;
+                close(fd);
+                b8_free_aligned(buf);
+                if (got == 0)
+                    return b8_fail(e, BERT8_ERR_IO,
+                                   "%s shrank while it was read: %zu bytes instead of %zu", path,
+                                   n, f->size);
+                return b8_fail(e, BERT8_ERR_IO, "error reading %s at byte offset %zu: %s", path,
+                               n, strerror(err));
+            }
+            n += (size_t)got;
+        }
+        close(fd);
+        f->base = buf;
+        f->owned = true;
         return BERT8_OK;
     }
     void *p = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -645,6 +711,7 @@ bert8_status b8_st_open_memory(const void *buf, size_t len, const char *name, b8
         st->files[0].base = buf;
         st->files[0].size = len;
         st->files[0].mapped = false;
+        st->files[0].owned = false;
         s = parse_file(st, 0, e);
         if (!s) s = build_index(st, e);
     }
@@ -688,7 +755,7 @@ static int str_ptr_cmp(const void *a, const void *b) {
 
 static bert8_status open_index(const char *dir, const char *index_path, b8_st **out, b8_err *e) {
     size_t len = 0;
-    char *text = b8_read_file(index_path, &len, e);
+    char *text = b8_read_file_max(index_path, B8_ST_MAX_INDEX_BYTES, &len, e);
     if (!text) return e ? e->status : BERT8_ERR_IO;
     const char *stop = NULL;
     cJSON *root = cJSON_ParseWithOpts(text, &stop, 1);
@@ -703,7 +770,7 @@ static bert8_status open_index(const char *dir, const char *index_path, b8_st **
     const cJSON *wm = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
     if (!cJSON_IsObject(root) || !cJSON_IsObject(wm)) {
         s = b8_fail(e, BERT8_ERR_FORMAT, "%s: field \"weight_map\" is %s, not an object",
-                    index_path, cJSON_IsObject(root) ? json_type_name(wm) : "missing");
+                    index_path, cJSON_IsObject(root) ? b8_json_type_name(wm) : "missing");
         goto done;
     }
     int nmap = cJSON_GetArraySize(wm);
@@ -721,7 +788,7 @@ static bert8_status open_index(const char *dir, const char *index_path, b8_st **
         if (!cJSON_IsString(v) || !v->valuestring) {
             s = b8_fail(e, BERT8_ERR_FORMAT,
                         "%s: weight_map entry for tensor '%.200s' is %s, not a file name",
-                        index_path, v->string ? v->string : "", json_type_name(v));
+                        index_path, v->string ? v->string : "", b8_json_type_name(v));
             goto done;
         }
         if (!shard_name_safe(v->valuestring)) {
@@ -1173,31 +1240,29 @@ done:
 
 /* ---- Resident memory ------------------------------------------------------------------------ */
 
-void b8_st_release(const b8_st *st, const b8_st_tensor *t) {
-    if (!st || !t || !t->nbytes) return;
+/* The mapped file that holds t, or NULL (copied into memory, or not ours). */
+static const st_file *mapping_of(const b8_st *st, const b8_st_tensor *t) {
+    if (!st || !t || !t->nbytes) return NULL;
     const uint8_t *p = t->data;
     for (size_t i = 0; i < st->nfiles; i++) {
         const st_file *f = &st->files[i];
         const uint8_t *base = (const uint8_t *)f->base;
-        if (!f->mapped || p < base || p + t->nbytes > base + f->size) continue;
-        /* whole pages inside the tensor only: a neighbour may still be in use */
-        const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-        uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + t->nbytes) & ~(page - 1);
-        if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
-        return;
+        if (f->mapped && p >= base && p + t->nbytes <= base + f->size) return f;
     }
+    return NULL;
+}
+
+void b8_st_release(const b8_st *st, const b8_st_tensor *t) {
+    if (!mapping_of(st, t)) return;
+    /* whole pages inside the tensor only: a neighbour may still be in use */
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), p = (uintptr_t)t->data;
+    const uintptr_t a = (p + page - 1) & ~(page - 1), b = (p + t->nbytes) & ~(page - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
 void b8_st_advise_random(const b8_st *st, const b8_st_tensor *t) {
-    if (!st || !t || !t->nbytes) return;
-    const uint8_t *p = t->data;
-    for (size_t i = 0; i < st->nfiles; i++) {
-        const st_file *f = &st->files[i];
-        const uint8_t *base = (const uint8_t *)f->base;
-        if (!f->mapped || p < base || p + t->nbytes > base + f->size) continue;
-        const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-        uintptr_t a = (uintptr_t)p & ~(page - 1), b = ((uintptr_t)p + t->nbytes + page - 1) & ~(page - 1);
-        madvise((void *)a, b - a, MADV_RANDOM);
-        return;
-    }
+    if (!mapping_of(st, t)) return;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), p = (uintptr_t)t->data;
+    const uintptr_t a = p & ~(page - 1), b = (p + t->nbytes + page - 1) & ~(page - 1);
+    madvise((void *)a, b - a, MADV_RANDOM);
 }

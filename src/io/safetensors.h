@@ -42,6 +42,22 @@ bool b8_dtype_from_name(const char *name, b8_dtype *out);
 
 #define B8_ST_MAX_DIMS 8
 
+/* Resource limits. Each is checked before memory is allocated for what it bounds, and a file
+ * over one is refused with BERT8_ERR_TOO_LARGE and a message naming the file and the limit.
+ *  - B8_ST_MAX_HEADER: bytes of JSON header per file (the reference reader's own limit).
+ *  - B8_ST_MAX_HEADER_VALUES: JSON values (objects, arrays, strings, numbers) in one header,
+ *    counted by a scan of the raw bytes before parsing; the parser needs about 64 bytes per
+ *    value, so this bounds its memory to about 1 GiB.
+ *  - B8_ST_MAX_TENSORS: tensors in one checkpoint, all shards together.
+ *  - B8_ST_MAX_INDEX_BYTES: size of model.safetensors.index.json.
+ * Files up to B8_ST_COPY_MAX bytes are read into memory rather than mapped, so truncating or
+ * rewriting one while a model is loaded cannot fault the process (see docs/reliability.md). */
+#define B8_ST_MAX_HEADER ((uint64_t)100000000)
+#define B8_ST_MAX_HEADER_VALUES ((size_t)1 << 24)
+#define B8_ST_MAX_TENSORS ((size_t)1 << 20)
+#define B8_ST_MAX_INDEX_BYTES ((size_t)64 << 20)
+#define B8_ST_COPY_MAX ((size_t)64 << 20)
+
 typedef struct b8_st_tensor {
     const char *name;
     b8_dtype dtype;

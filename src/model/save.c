@@ -1,7 +1,9 @@
 /* save.c: bert8_model_save: an INT8 model written as a loadable folder (io/qformat.h):
  * model.safetensors with every INT8 group in its quantized form and every other tensor as in
  * the source checkpoint, config.json and the tokenizer files copied, quantization_config.json
- * recording how each group runs. */
+ * recording how each group runs. The folder is written through io/atomic_dir.h: a temporary
+ * sibling, fsynced, then swapped into place, so that a process killed at any point (or a full
+ * disk) leaves out_dir holding the complete old folder or the complete new one. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "io/atomic_dir.h"
 #include "model/model.h"
 
 /* The tensors to write: names always owned, data borrowed from the model or the mapping, or
@@ -82,18 +85,6 @@ static bool replaced(const char *name, char (*bases)[256], size_t nb) {
     return false;
 }
 
-static bert8_status copy_file(const char *from, const char *to, b8_err *e) {
-    size_t n;
-    char *data = b8_read_file(from, &n, e);
-    if (!data) return e->status;
-    FILE *f = fopen(to, "wb");
-    bool ok = f && fwrite(data, 1, n, f) == n;
-    int err = errno;
-    if (f && fclose(f) != 0) ok = false, err = errno;
-    free(data);
-    return ok ? BERT8_OK : b8_fail(e, BERT8_ERR_IO, "cannot write %s: %s", to, strerror(err));
-}
-
 static bool same_folder(const char *a, const char *b) {
     char ra[PATH_MAX], rb[PATH_MAX];
     if (!realpath(a, ra) || !realpath(b, rb)) return false;
@@ -120,6 +111,7 @@ bert8_status bert8_model_save(const bert8_model *m, const char *out_dir, char *e
     }
     wlist w = {0};
     b8_qconfig qc = {0};
+    b8_atomic_dir *ad = NULL;
     const int64_t L = m->cfg.num_layers;
     char path[4096], from[4096];
     char(*bases)[256] = calloc((size_t)(L * B8_PART_COUNT) + 2, sizeof *bases);
@@ -129,10 +121,8 @@ bert8_status bert8_model_save(const bert8_model *m, const char *out_dir, char *e
         st = b8_fail(&e, BERT8_ERR_NOMEM, "out of memory");
         goto done;
     }
-    if (mkdir(out_dir, 0755) != 0 && errno != EEXIST) {
-        st = b8_fail(&e, BERT8_ERR_IO, "cannot create %s: %s", out_dir, strerror(errno));
-        goto done;
-    }
+    if ((st = b8_atomic_dir_begin(out_dir, m->dir, &ad, &e))) goto done;
+    const char *tmp = b8_atomic_dir_path(ad);
     /* 1. every group that runs INT8 is written from its quantized form, under its part names */
     for (int64_t l = 0; l < L; l++) {
         const b8_layer *ly = &m->layers[l];
@@ -189,7 +179,7 @@ bert8_status bert8_model_save(const bert8_model *m, const char *out_dir, char *e
         st = b8_fail(&e, BERT8_ERR_NOMEM, "out of memory");
         goto done;
     }
-    snprintf(path, sizeof path, "%s/model.safetensors", out_dir);
+    snprintf(path, sizeof path, "%s/model.safetensors", tmp);
     char by[64];
     snprintf(by, sizeof by, "bert8 %s", bert8_version());
     const char *meta[] = {"format", "pt", "quantized_by", by, NULL};
@@ -202,15 +192,7 @@ bert8_status bert8_model_save(const bert8_model *m, const char *out_dir, char *e
         struct stat sb;
         snprintf(from, sizeof from, "%s/%s", m->dir, files[i]);
         if (stat(from, &sb) != 0) continue;
-        if (strchr(files[i], '/')) {
-            snprintf(path, sizeof path, "%s/%.*s", out_dir, (int)(strchr(files[i], '/') - files[i]), files[i]);
-            if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-                st = b8_fail(&e, BERT8_ERR_IO, "cannot create %s: %s", path, strerror(errno));
-                goto done;
-            }
-        }
-        snprintf(path, sizeof path, "%s/%s", out_dir, files[i]);
-        if ((st = copy_file(from, path, &e))) goto done;
+        if ((st = b8_atomic_dir_copy_file(ad, from, files[i], &e))) goto done;
     }
     qc.version = B8_QFORMAT_VERSION;
     qc.scheme = m->scheme;
@@ -223,9 +205,11 @@ bert8_status bert8_model_save(const bert8_model *m, const char *out_dir, char *e
         goto done;
     }
     for (int64_t l = 0; l < L; l++) qc.int8_attention |= (qc.attn_int8[l] = m->layers[l].att != NULL);
-    snprintf(path, sizeof path, "%s/quantization_config.json", out_dir);
-    st = b8_qconfig_write(path, &qc, &e);
+    snprintf(path, sizeof path, "%s/quantization_config.json", tmp);
+    if ((st = b8_qconfig_write(path, &qc, &e))) goto done;
+    st = b8_atomic_dir_commit(ad, &e);
 done:
+    b8_atomic_dir_free(ad);
     wl_free(&w);
     free(bases);
     b8_qconfig_free(&qc);

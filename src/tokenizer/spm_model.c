@@ -128,6 +128,12 @@ bert8_status b8_spm_parse(b8_tokenizer *t, const uint8_t *data, size_t n, const 
                              sp.type);
                 goto out;
             }
+            if (np + 2 >= (size_t)B8_TOK_MAX_VOCAB) {
+                st = b8_fail(e, BERT8_ERR_TOO_LARGE,
+                             "%s: more than %lld sentencepiece pieces (the limit)", path,
+                             (long long)B8_TOK_MAX_VOCAB - 2);
+                goto out;
+            }
             if (np == cap) {
                 size_t nc = cap ? cap * 2 : 1024;
                 spm_piece *npcs = realloc(pieces, nc * sizeof *npcs);
@@ -186,6 +192,14 @@ bert8_status b8_spm_parse(b8_tokenizer *t, const uint8_t *data, size_t n, const 
                      "%s: no sentencepiece pieces (not a sentencepiece model?)", path);
         goto out;
     }
+    if (np < 3) {
+        /* XLMRobertaTokenizer's fixed ids (<s> <pad> </s> <unk>) sit over spm pieces 0..2 */
+        st = b8_fail(e, BERT8_ERR_FORMAT,
+                     "%s: %zu sentencepiece pieces; an XLM-R model has at least <unk>, <s> and "
+                     "</s>",
+                     path, np);
+        goto out;
+    }
     if (model_type != 1) {
         st = b8_fail(e, BERT8_ERR_UNSUPPORTED,
                      "%s: sentencepiece model_type %llu is not Unigram (1)", path,
@@ -195,10 +209,6 @@ bert8_status b8_spm_parse(b8_tokenizer *t, const uint8_t *data, size_t n, const 
     if (byte_fallback || ws_suffix) {
         st = b8_fail(e, BERT8_ERR_UNSUPPORTED, "%s: sentencepiece %s is not supported", path,
                      byte_fallback ? "byte_fallback" : "treat_whitespace_as_suffix");
-        goto out;
-    }
-    if (np > (size_t)INT32_MAX - 8) {
-        st = b8_fail(e, BERT8_ERR_TOO_LARGE, "%s: %zu pieces", path, np);
         goto out;
     }
 
@@ -228,7 +238,10 @@ bert8_status b8_spm_parse(b8_tokenizer *t, const uint8_t *data, size_t n, const 
         st = b8_tok_set_tokens(t, toks, lens, vs, e);
         free(toks);
         free(lens);
-        if (st != BERT8_OK) goto out;
+        if (st != BERT8_OK) {
+            b8_wrap(e, "%s", path);
+            goto out;
+        }
         t->ug.score = calloc((size_t)vs, sizeof *t->ug.score);
         t->ug.type = calloc((size_t)vs, sizeof *t->ug.type);
         if (!t->ug.score || !t->ug.type) {

@@ -67,6 +67,8 @@ static inline int32_t b8_ptrie_value(const b8_ptrie *t, uint32_t node) {
 /* Unicode general category as utf8proc numbers it (UTF8PROC_CATEGORY_*), except that code
  * points new in Unicode 15.0 read as unassigned (Cn), as Python 3.11's unicodedata says. */
 int b8_uni_category(uint32_t cp);
+/* A character of regex \w as HF tokenizers' single_word check reads it. */
+bool b8_uni_is_word(uint32_t cp);
 /* Python's str.isspace(). */
 bool b8_uni_isspace(uint32_t cp);
 /* Python's str.lower() of one character: 1 or 2 code points (U+0130 -> i U+0307). */
@@ -146,6 +148,7 @@ typedef struct b8_added_token {
     size_t len;
     int32_t id;
     bool lstrip, rstrip; /* eat whitespace on that side of the match */
+    bool single_word;    /* match only between non-word characters */
     bool special;
     /* also matches text that lower-cases to it: the do_lower_case pre-pass of
      * PreTrainedTokenizer.tokenize runs before the split on added tokens */
@@ -236,12 +239,15 @@ bert8_status b8_ug_tokenize(const b8_tokenizer *t, const uint8_t *text, int32_t 
 
 /* Loading pieces shared by the loader files (tok_load.c, tok_json.c, spm_model.c). */
 b8_tokenizer *b8_tok_alloc(b8_tok_kind kind);
-/* Sets the id -> token table from n strings (lens given). */
+/* Sets the id -> token table from n strings (lens given); refuses more than B8_TOK_MAX_VOCAB
+ * tokens or one longer than B8_TOK_MAX_TOKEN_BYTES (what names the source in messages). */
 bert8_status b8_tok_set_tokens(b8_tokenizer *t, const char *const *toks, const size_t *lens,
                                int64_t n, b8_err *e);
-/* Adds (or updates) a verbatim-matched token; id < 0 looks it up / appends it. */
+/* Adds (or updates) a verbatim-matched token; id < 0 looks it up / appends it. An explicit id
+ * at or past the vocabulary size grows it to id + 1 (padding with "" tokens), within
+ * B8_TOK_MAX_ID_GAP and B8_TOK_MAX_VOCAB. */
 bert8_status b8_tok_add_token(b8_tokenizer *t, const char *content, size_t len, int32_t id,
-                              bool lstrip, bool rstrip, bool special, b8_err *e);
+                              bool lstrip, bool rstrip, bool single_word, bool special, b8_err *e);
 /* Appends a new token to the vocabulary (for added tokens missing from it); returns its id. */
 int32_t b8_tok_append_token(b8_tokenizer *t, const char *s, size_t len, b8_err *e);
 /* Builds the lookup structures once everything is known (sorts added tokens etc.). */

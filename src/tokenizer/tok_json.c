@@ -24,6 +24,17 @@ static int get_flag(const cJSON *o, const char *k, int dflt) {
     return dflt;
 }
 
+/* A JSON number that is an integer in [lo, hi] (no fraction, no NaN), as *out. */
+static bool get_id(const cJSON *v, int64_t lo, int64_t hi, int64_t *out) {
+    if (!cJSON_IsNumber(v)) return false;
+    double d = v->valuedouble;
+    if (!(d >= (double)lo && d <= (double)hi)) return false;
+    int64_t i = (int64_t)d;
+    if ((double)i != d) return false;
+    *out = i;
+    return true;
+}
+
 static int b64_val(int c) {
     if (c >= 'A' && c <= 'Z') return c - 'A';
     if (c >= 'a' && c <= 'z') return c - 'a' + 26;
@@ -62,14 +73,27 @@ static bert8_status parse_wordpiece(b8_tokenizer *t, const cJSON *model, const c
         return b8_fail(e, BERT8_ERR_FORMAT, "%s: model.vocab is not an object", path);
     int64_t maxid = -1, count = 0;
     for (const cJSON *it = vocab->child; it; it = it->next) {
-        if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > INT32_MAX - 16 ||
-            !it->string)
-            return b8_fail(e, BERT8_ERR_FORMAT, "%s: model.vocab entry \"%s\" has no valid id",
+        int64_t id;
+        if (!get_id(it, 0, B8_TOK_MAX_VOCAB - 1, &id) || !it->string) {
+            if (cJSON_IsNumber(it) && it->valuedouble >= (double)B8_TOK_MAX_VOCAB)
+                return b8_fail(e, BERT8_ERR_TOO_LARGE,
+                               "%s: model.vocab entry \"%.60s\" has id %.15g, over the limit of "
+                               "%lld ids",
+                               path, it->string ? it->string : "", it->valuedouble,
+                               (long long)B8_TOK_MAX_VOCAB);
+            return b8_fail(e, BERT8_ERR_FORMAT, "%s: model.vocab entry \"%.60s\" has no valid id",
                            path, it->string ? it->string : "");
-        if ((int64_t)it->valuedouble > maxid) maxid = (int64_t)it->valuedouble;
+        }
+        if (id > maxid) maxid = id;
         count++;
     }
     if (count == 0) return b8_fail(e, BERT8_ERR_FORMAT, "%s: model.vocab is empty", path);
+    /* decided before the id table is allocated */
+    if (maxid + 1 - count > B8_TOK_MAX_ID_GAP)
+        return b8_fail(e, BERT8_ERR_TOO_LARGE,
+                       "%s: model.vocab has %lld entries but ids up to %lld: more than %lld "
+                       "unused ids",
+                       path, (long long)count, (long long)maxid, (long long)B8_TOK_MAX_ID_GAP);
     const char **toks = calloc((size_t)maxid + 1, sizeof *toks);
     size_t *lens = calloc((size_t)maxid + 1, sizeof *lens);
     if (!toks || !lens) {
@@ -98,7 +122,8 @@ static bert8_status parse_wordpiece(b8_tokenizer *t, const cJSON *model, const c
     free(keys);
     for (int64_t i = 0; i <= maxid && st == BERT8_OK; i++)
         if (!toks[i]) toks[i] = "";
-    if (st == BERT8_OK) st = b8_tok_set_tokens(t, toks, lens, maxid + 1, e);
+    if (st == BERT8_OK && (st = b8_tok_set_tokens(t, toks, lens, maxid + 1, e)) != BERT8_OK)
+        b8_wrap(e, "%s: model.vocab", path);
     free(toks);
     free(lens);
     if (st != BERT8_OK) return st;
@@ -107,8 +132,8 @@ static bert8_status parse_wordpiece(b8_tokenizer *t, const cJSON *model, const c
     t->wp.prefix = strdup(prefix ? prefix : "##");
     if (!t->wp.prefix) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
     const cJSON *mc = get(model, "max_input_chars_per_word");
-    if (cJSON_IsNumber(mc) && mc->valuedouble >= 0 && mc->valuedouble < 1e9)
-        t->wp.max_chars = (int)mc->valuedouble;
+    int64_t mcv;
+    if (get_id(mc, 0, 1000000000, &mcv)) t->wp.max_chars = (int)mcv;
     const char *unk = get_str(model, "unk_token");
     if (!unk) return b8_fail(e, BERT8_ERR_MISSING, "%s: model.unk_token is missing", path);
     t->wp.unk_id = b8_ptrie_get(&t->trie, unk, strlen(unk));
@@ -131,6 +156,9 @@ static bert8_status parse_unigram(b8_tokenizer *t, const cJSON *model, const cha
                        path);
     int n = cJSON_GetArraySize(vocab);
     if (n <= 0) return b8_fail(e, BERT8_ERR_FORMAT, "%s: model.vocab is empty", path);
+    if (n > B8_TOK_MAX_VOCAB)
+        return b8_fail(e, BERT8_ERR_TOO_LARGE, "%s: model.vocab has %d pieces, over the limit of %lld",
+                       path, n, (long long)B8_TOK_MAX_VOCAB);
     const char **toks = calloc((size_t)n, sizeof *toks);
     size_t *lens = calloc((size_t)n, sizeof *lens);
     t->ug.score = calloc((size_t)n, sizeof *t->ug.score);
@@ -156,14 +184,16 @@ static bert8_status parse_unigram(b8_tokenizer *t, const cJSON *model, const cha
         t->ug.score[i] = (float)sc->valuedouble;
         t->ug.type[i] = B8_SP_NORMAL;
     }
-    if (st == BERT8_OK) st = b8_tok_set_tokens(t, toks, lens, n, e);
+    if (st == BERT8_OK && (st = b8_tok_set_tokens(t, toks, lens, n, e)) != BERT8_OK)
+        b8_wrap(e, "%s: model.vocab", path);
     free(toks);
     free(lens);
     if (st != BERT8_OK) return st;
     const cJSON *unk = get(model, "unk_id");
-    if (!cJSON_IsNumber(unk) || unk->valuedouble < 0 || unk->valuedouble >= n)
+    int64_t unk_id;
+    if (!get_id(unk, 0, (int64_t)n - 1, &unk_id))
         return b8_fail(e, BERT8_ERR_MISSING, "%s: model.unk_id is missing or out of range", path);
-    t->ug.unk_id = (int32_t)unk->valuedouble;
+    t->ug.unk_id = (int32_t)unk_id;
     t->ug.type[t->ug.unk_id] = B8_SP_UNKNOWN;
     t->special[B8_SPECIAL_UNK] = t->ug.unk_id;
     (void)bytes;
@@ -293,11 +323,12 @@ static bert8_status tmpl_special(b8_tokenizer *t, const cJSON *specials, const c
     const cJSON *sp = specials ? get(specials, name) : NULL;
     const cJSON *ids = sp ? get(sp, "ids") : NULL;
     if (cJSON_IsArray(ids)) {
+        int64_t v;
         if (cJSON_GetArraySize(ids) != 1 || !cJSON_IsNumber(ids->child))
             return b8_fail(e, BERT8_ERR_UNSUPPORTED,
                            "%s: template special token \"%s\" must map to exactly one id", path,
                            name);
-        *id = (int32_t)ids->child->valuedouble;
+        *id = get_id(ids->child, 0, t->vocab_size - 1, &v) ? (int32_t)v : -1;
     } else {
         *id = b8_tokenizer_token_to_id(t, name, strlen(name));
     }
@@ -321,7 +352,11 @@ static bert8_status parse_template(b8_tokenizer *t, const cJSON *list, const cJS
         const char *name = body ? get_str(body, "id") : NULL;
         const cJSON *ty = body ? get(body, "type_id") : NULL;
         if (!name) return b8_fail(e, BERT8_ERR_FORMAT, "%s: template item without an id", path);
-        b8_tmpl_item ti = {B8_TMPL_SPECIAL, (int8_t)(cJSON_IsNumber(ty) ? ty->valueint : 0), 0};
+        int64_t type_id = 0;
+        if (ty && !get_id(ty, 0, 127, &type_id))
+            return b8_fail(e, BERT8_ERR_FORMAT, "%s: template item \"%s\": type_id is not in 0..127",
+                           path, name);
+        b8_tmpl_item ti = {B8_TMPL_SPECIAL, (int8_t)type_id, 0};
         if (sp) {
             bert8_status st = tmpl_special(t, specials, name, &ti.id, path, e);
             if (st != BERT8_OK) return st;
@@ -339,8 +374,8 @@ static bert8_status parse_template(b8_tokenizer *t, const cJSON *list, const cJS
 
 /* BertProcessing / RobertaProcessing hold ["token", id] pairs. */
 static int32_t pair_id(const cJSON *v) {
-    const cJSON *id = cJSON_GetArrayItem(v, 1);
-    return cJSON_IsNumber(id) ? (int32_t)id->valuedouble : -1;
+    int64_t id;
+    return get_id(cJSON_GetArrayItem(v, 1), 0, INT32_MAX, &id) ? (int32_t)id : -1;
 }
 
 static bert8_status parse_post(b8_tokenizer *t, const cJSON *post, const char *path, b8_err *e) {
@@ -434,16 +469,18 @@ static bert8_status parse(const cJSON *root, const char *path, const b8_tok_opti
     for (const cJSON *it = cJSON_IsArray(added) ? added->child : NULL; it && st == BERT8_OK;
          it = it->next) {
         const char *content = get_str(it, "content");
-        const cJSON *id = get(it, "id");
-        if (!content || !cJSON_IsNumber(id) || id->valuedouble < 0 ||
-            id->valuedouble > INT32_MAX - 16) {
-            st =
-                b8_fail(e, BERT8_ERR_FORMAT, "%s: added_tokens entry without content and id", path);
+        int64_t id;
+        if (!content || !get_id(get(it, "id"), 0, INT32_MAX - 16, &id)) {
+            st = b8_fail(e, BERT8_ERR_FORMAT,
+                         "%s: added_tokens entry without a string content and an integer id in "
+                         "[0, %d]",
+                         path, INT32_MAX - 16);
             break;
         }
-        st = b8_tok_add_token(t, content, strlen(content), (int32_t)id->valuedouble,
-                              get_flag(it, "lstrip", 0), get_flag(it, "rstrip", 0),
+        st = b8_tok_add_token(t, content, strlen(content), (int32_t)id, get_flag(it, "lstrip", 0),
+                              get_flag(it, "rstrip", 0), get_flag(it, "single_word", 0),
                               get_flag(it, "special", 0), e);
+        if (st != BERT8_OK) b8_wrap(e, "%s: added_tokens", path);
     }
     if (st == BERT8_OK && kind == B8_TOK_UNIGRAM) st = finish_unigram(t, path, e);
     if (st == BERT8_OK) st = parse_post(t, get(root, "post_processor"), path, e);
@@ -452,7 +489,14 @@ static bert8_status parse(const cJSON *root, const char *path, const b8_tok_opti
         static const char *const pads[] = {"[PAD]", "<pad>"}, *const masks[] = {"[MASK]", "<mask>"};
         const cJSON *pad = get(root, "padding");
         const cJSON *pid = pad ? get(pad, "pad_id") : NULL;
-        if (cJSON_IsNumber(pid)) t->special[B8_SPECIAL_PAD] = (int32_t)pid->valuedouble;
+        int64_t pv;
+        if (pid && !get_id(pid, 0, t->vocab_size - 1, &pv)) {
+            st = b8_fail(e, BERT8_ERR_FORMAT, "%s: padding.pad_id is not an id in [0, %lld)", path,
+                         (long long)t->vocab_size);
+            b8_tokenizer_free(t);
+            return st;
+        }
+        if (pid) t->special[B8_SPECIAL_PAD] = (int32_t)pv;
         for (int k = 0; k < 2; k++) {
             int32_t p = b8_tokenizer_token_to_id(t, pads[k], strlen(pads[k]));
             int32_t m = b8_tokenizer_token_to_id(t, masks[k], strlen(masks[k]));

@@ -18,9 +18,10 @@ b8_tok_options b8_tok_default_options(void) {
     return o;
 }
 
+/* true when something is at path: a regular file, or anything else, which the reader then
+ * refuses by name rather than skipping it silently or blocking on it (a FIFO) */
 static bool file_exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    return b8_path_kind_of(path) != B8_PATH_NONE;
 }
 
 static bert8_status join(char *buf, size_t cap, const char *dir, const char *name, b8_err *e) {
@@ -35,7 +36,7 @@ static bert8_status read_json(const char *path, cJSON **out, b8_err *e) {
     *out = NULL;
     if (!file_exists(path)) return BERT8_OK;
     size_t n = 0;
-    char *text = b8_read_file(path, &n, e);
+    char *text = b8_read_file_max(path, B8_TOK_MAX_CONFIG_BYTES, &n, e);
     if (!text) return e ? e->status : BERT8_ERR_IO;
     cJSON *j = cJSON_ParseWithLength(text, n);
     if (!j) {
@@ -71,15 +72,27 @@ static const b8_special role_ids[7] = {B8_SPECIAL_BOS, B8_SPECIAL_EOS, B8_SPECIA
                                        B8_SPECIAL_MASK};
 
 typedef struct tok_spec {
-    char content[256];
+    char content[B8_TOK_MAX_TOKEN_BYTES + 1];
     bool set;
     bool lstrip, rstrip; /* a plain string strips both sides (see tokenize_seq) */
+    bool single_word;
 } tok_spec;
 
-static void spec_plain(tok_spec *s, const char *content) {
-    snprintf(s->content, sizeof s->content, "%s", content);
+static bert8_status spec_set(tok_spec *s, const char *content, const char *path, const char *key,
+                             b8_err *e) {
+    size_t n = strlen(content);
+    if (n > B8_TOK_MAX_TOKEN_BYTES)
+        return b8_fail(e, BERT8_ERR_TOO_LARGE, "%s: \"%s\" is %zu bytes, over the limit of %d",
+                       path, key, n, B8_TOK_MAX_TOKEN_BYTES);
+    memcpy(s->content, content, n + 1);
     s->set = true;
+    return BERT8_OK;
+}
+
+static void spec_plain(tok_spec *s, const char *content) {
+    spec_set(s, content, "", "", NULL); /* built-in names: always short */
     s->lstrip = s->rstrip = true;
+    s->single_word = false;
 }
 
 /* A config value: a string, an AddedToken object, or null (the role is unset). */
@@ -91,7 +104,10 @@ static bert8_status spec_from_json(tok_spec *s, const cJSON *v, bool string_is_l
         return BERT8_OK;
     }
     if (cJSON_IsString(v)) {
-        spec_plain(s, v->valuestring);
+        bert8_status st = spec_set(s, v->valuestring, path, key, e);
+        if (st != BERT8_OK) return st;
+        s->lstrip = s->rstrip = true;
+        s->single_word = false;
         if (string_is_lstrip_obj) s->rstrip = false; /* XLMRobertaTokenizer's <mask> */
         return BERT8_OK;
     }
@@ -99,10 +115,11 @@ static bert8_status spec_from_json(tok_spec *s, const cJSON *v, bool string_is_l
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(v, "content");
         if (!cJSON_IsString(c))
             return b8_fail(e, BERT8_ERR_FORMAT, "%s: \"%s\" has no string \"content\"", path, key);
-        snprintf(s->content, sizeof s->content, "%s", c->valuestring);
-        s->set = true;
+        bert8_status st = spec_set(s, c->valuestring, path, key, e);
+        if (st != BERT8_OK) return st;
         s->lstrip = json_flag(v, "lstrip") == 1;
         s->rstrip = json_flag(v, "rstrip") == 1;
+        s->single_word = json_flag(v, "single_word") == 1;
         return BERT8_OK;
     }
     return b8_fail(e, BERT8_ERR_FORMAT, "%s: \"%s\" is neither a string nor a token object", path,
@@ -110,8 +127,20 @@ static bert8_status spec_from_json(tok_spec *s, const cJSON *v, bool string_is_l
 }
 
 static bert8_status add_spec(b8_tokenizer *t, const tok_spec *s, bool special, b8_err *e) {
-    return b8_tok_add_token(t, s->content, strlen(s->content), -1, s->lstrip, s->rstrip, special,
-                            e);
+    return b8_tok_add_token(t, s->content, strlen(s->content), -1, s->lstrip, s->rstrip,
+                            s->single_word, special, e);
+}
+
+typedef struct added_item {
+    const cJSON *it;
+    int pos; /* in the file: equal ids keep file order */
+} added_item;
+
+static int cmp_added_id(const void *a, const void *b) {
+    const added_item *x = a, *y = b;
+    if (x->it->valuedouble != y->it->valuedouble)
+        return x->it->valuedouble < y->it->valuedouble ? -1 : 1;
+    return (x->pos > y->pos) - (x->pos < y->pos);
 }
 
 /* Resolves roles, additional special tokens and added tokens for a model built from a vocab
@@ -173,34 +202,38 @@ static bert8_status apply_slow_specials(b8_tokenizer *t, const cJSON *cfg, const
      * own vocabulary id or the next free one, as from_pretrained requires */
     if (added) {
         int n = cJSON_GetArraySize(added);
-        const cJSON **items = calloc((size_t)n + 1, sizeof *items);
+        added_item *items = calloc((size_t)n + 1, sizeof *items);
         if (!items) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
         int k = 0;
         for (const cJSON *it = added->child; it; it = it->next) {
-            if (!cJSON_IsNumber(it) || !it->string || it->valuedouble < 0 ||
-                it->valuedouble > (double)INT32_MAX - 1) {
+            if (!cJSON_IsNumber(it) || !it->string || !(it->valuedouble >= 0) ||
+                it->valuedouble > (double)INT32_MAX - 1 ||
+                it->valuedouble != (double)(int32_t)it->valuedouble) {
                 free(items);
                 return b8_fail(e, BERT8_ERR_FORMAT, "%s: entries must be \"token\": id",
                                added_path);
             }
-            items[k++] = it;
+            items[k].it = it;
+            items[k].pos = k;
+            k++;
         }
-        for (int i = 1; i < k; i++) /* insertion sort by id: the file is small */
-            for (int j = i; j > 0 && items[j]->valuedouble < items[j - 1]->valuedouble; j--) {
-                const cJSON *sw = items[j];
-                items[j] = items[j - 1];
-                items[j - 1] = sw;
-            }
+        /* by id, then file order */
+        if (k > 1) qsort(items, (size_t)k, sizeof *items, cmp_added_id);
         st = BERT8_OK;
         for (int i = 0; i < k && st == BERT8_OK; i++) {
-            const char *content = items[i]->string;
-            int32_t id = (int32_t)items[i]->valuedouble;
+            const char *content = items[i].it->string;
+            int32_t id = (int32_t)items[i].it->valuedouble;
             bool special = false;
             for (int r = 0; r < 7; r++)
                 if (roles[r].set && !strcmp(roles[r].content, content)) special = true;
-            char low[512];
-            if (!special && t->kind == B8_TOK_WORDPIECE && t->wp.lowercase &&
-                strlen(content) < sizeof low) {
+            char low[B8_TOK_MAX_TOKEN_BYTES + 1];
+            if (strlen(content) >= sizeof low) {
+                st = b8_fail(e, BERT8_ERR_TOO_LARGE,
+                             "%s: token \"%.40s...\" is %zu bytes, over the limit of %d",
+                             added_path, content, strlen(content), B8_TOK_MAX_TOKEN_BYTES);
+                break;
+            }
+            if (!special && t->kind == B8_TOK_WORDPIECE && t->wp.lowercase) {
                 /* _add_tokens lowercases non-special tokens of do_lower_case tokenizers */
                 size_t m = 0;
                 for (; content[m]; m++)
@@ -218,7 +251,8 @@ static bert8_status apply_slow_specials(b8_tokenizer *t, const cJSON *cfg, const
                              "%s: token \"%s\" has id %d but the next free id is %lld", added_path,
                              content, (int)id, (long long)t->vocab_size);
             }
-            if (st == BERT8_OK) st = b8_tok_add_token(t, content, len, id, true, true, special, e);
+            if (st == BERT8_OK)
+                st = b8_tok_add_token(t, content, len, id, true, true, false, special, e);
         }
         free(items);
         if (st != BERT8_OK) return st;
@@ -253,8 +287,9 @@ static bert8_status apply_slow_specials(b8_tokenizer *t, const cJSON *cfg, const
                                cfg_path, it->string ? it->string : "");
             st = b8_tok_add_token(t, c->valuestring, strlen(c->valuestring), (int32_t)id,
                                   json_flag(it, "lstrip") == 1, json_flag(it, "rstrip") == 1,
-                                  json_flag(it, "special") == 1, e);
-            if (st != BERT8_OK) return st;
+                                  json_flag(it, "single_word") == 1, json_flag(it, "special") == 1,
+                                  e);
+            if (st != BERT8_OK) return b8_wrap(e, "%s: added_tokens_decoder", cfg_path);
         }
     }
     for (int i = 0; i < 7; i++)
@@ -294,7 +329,7 @@ static void apply_max_length(b8_tokenizer *t, const cJSON *cfg, const b8_tok_opt
  * duplicate wins the string -> id lookup, as dict assignment does in load_vocab. */
 static bert8_status read_vocab_txt(b8_tokenizer *t, const char *path, b8_err *e) {
     size_t n = 0;
-    char *data = b8_read_file(path, &n, e);
+    char *data = b8_read_file_max(path, B8_TOK_MAX_FILE_BYTES, &n, e);
     if (!data) return e ? e->status : BERT8_ERR_IO;
     bert8_status st = BERT8_OK;
     const char **toks = NULL;
@@ -317,8 +352,9 @@ static bert8_status read_vocab_txt(b8_tokenizer *t, const char *path, b8_err *e)
         st = b8_fail(e, BERT8_ERR_FORMAT, "%s: empty vocabulary", path);
         goto out;
     }
-    if (count > (size_t)INT32_MAX - 16) {
-        st = b8_fail(e, BERT8_ERR_TOO_LARGE, "%s: %zu tokens", path, count);
+    if (count > (size_t)B8_TOK_MAX_VOCAB) {
+        st = b8_fail(e, BERT8_ERR_TOO_LARGE, "%s: %zu tokens, over the limit of %lld", path, count,
+                     (long long)B8_TOK_MAX_VOCAB);
         goto out;
     }
     toks = malloc(count * sizeof *toks);
@@ -339,7 +375,10 @@ static bert8_status read_vocab_txt(b8_tokenizer *t, const char *path, b8_err *e)
         i = j + 1;
     }
     st = b8_tok_set_tokens(t, toks, lens, (int64_t)k, e);
-    if (st != BERT8_OK) goto out;
+    if (st != BERT8_OK) {
+        b8_wrap(e, "%s", path);
+        goto out;
+    }
     keys = malloc(k * sizeof *keys);
     if (!keys) {
         st = b8_fail(e, BERT8_ERR_NOMEM, "out of memory reading %s", path);
@@ -396,7 +435,7 @@ static bert8_status load_slow(b8_tok_kind kind, const char *vocab_path, const ch
         if (st == BERT8_OK) st = read_vocab_txt(t, vocab_path, e);
     } else {
         size_t n = 0;
-        char *data = b8_read_file(vocab_path, &n, e);
+        char *data = b8_read_file_max(vocab_path, B8_TOK_MAX_FILE_BYTES, &n, e);
         if (!data) {
             st = e ? e->status : BERT8_ERR_IO;
             goto fail;
@@ -427,7 +466,7 @@ fail:
 static bert8_status load_json_file(const char *path, const char *dir, const b8_tok_options *opt,
                                    b8_tokenizer **out, b8_err *e) {
     size_t n = 0;
-    char *text = b8_read_file(path, &n, e);
+    char *text = b8_read_file_max(path, B8_TOK_MAX_FILE_BYTES, &n, e);
     if (!text) return e ? e->status : BERT8_ERR_IO;
     b8_tokenizer *t = NULL;
     bert8_status st = b8_tokjson_parse(text, n, path, opt, &t, e);

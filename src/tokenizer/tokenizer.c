@@ -148,10 +148,17 @@ void b8_tokenizer_free(b8_tokenizer *t) {
 
 bert8_status b8_tok_set_tokens(b8_tokenizer *t, const char *const *toks, const size_t *lens,
                                int64_t n, b8_err *e) {
+    if (n < 0 || n > B8_TOK_MAX_VOCAB)
+        return b8_fail(e, BERT8_ERR_TOO_LARGE, "%lld tokens, over the limit of %lld",
+                       (long long)n, (long long)B8_TOK_MAX_VOCAB);
     size_t total = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (!b8_add_ok(total, lens[i] + 1, &total))
-            return b8_fail(e, BERT8_ERR_TOO_LARGE, "vocabulary too large");
+    for (int64_t i = 0; i < n; i++) {
+        if (lens[i] > B8_TOK_MAX_TOKEN_BYTES)
+            return b8_fail(e, BERT8_ERR_TOO_LARGE,
+                           "token %lld (\"%.40s...\") is %zu bytes, over the limit of %d",
+                           (long long)i, toks[i], lens[i], B8_TOK_MAX_TOKEN_BYTES);
+        total += lens[i] + 1; /* cannot overflow: n and each length are bounded */
+    }
     char *blob = malloc(total ? total : 1);
     int64_t *off = malloc((size_t)(n + 1) * sizeof *off);
     if (!blob || !off) {
@@ -175,40 +182,52 @@ bert8_status b8_tok_set_tokens(b8_tokenizer *t, const char *const *toks, const s
     return BERT8_OK;
 }
 
-int32_t b8_tok_append_token(b8_tokenizer *t, const char *s, size_t len, b8_err *e) {
-    if (t->vocab_size >= INT32_MAX - 1) {
-        b8_fail(e, BERT8_ERR_TOO_LARGE, "vocabulary too large");
-        return -1;
-    }
+/* Grows the vocabulary to `size` ids in one step: `pad` empty tokens, then s (len bytes) as
+ * the last one. New Unigram entries are control pieces with score 0 (outside the Viterbi),
+ * padding ones are no piece at all. */
+static bert8_status grow_tokens(b8_tokenizer *t, int64_t pad, const char *s, size_t len,
+                                b8_err *e) {
+    int64_t size = t->vocab_size + pad + 1;
+    if (size > B8_TOK_MAX_VOCAB)
+        return b8_fail(e, BERT8_ERR_TOO_LARGE, "vocabulary of %lld tokens, over the limit of %lld",
+                       (long long)size, (long long)B8_TOK_MAX_VOCAB);
+    if (len > B8_TOK_MAX_TOKEN_BYTES)
+        return b8_fail(e, BERT8_ERR_TOO_LARGE, "token \"%.40s...\" is %zu bytes, over the limit of %d",
+                       s, len, B8_TOK_MAX_TOKEN_BYTES);
     size_t old = (size_t)t->tok_off[t->vocab_size];
-    char *blob = realloc(t->tok_blob, old + len + 1);
-    if (!blob) {
-        b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
-        return -1;
-    }
+    size_t add = (size_t)pad + len + 1;
+    char *blob = realloc(t->tok_blob, old + add);
+    if (!blob) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
     t->tok_blob = blob;
-    int64_t *off = realloc(t->tok_off, (size_t)(t->vocab_size + 2) * sizeof *off);
-    if (!off) {
-        b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
-        return -1;
-    }
+    int64_t *off = realloc(t->tok_off, (size_t)(size + 1) * sizeof *off);
+    if (!off) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
     t->tok_off = off;
-    memcpy(blob + old, s, len);
-    blob[old + len] = 0;
-    off[t->vocab_size + 1] = (int64_t)(old + len + 1);
     if (t->kind == B8_TOK_UNIGRAM && t->ug.score) {
-        float *sc = realloc(t->ug.score, (size_t)(t->vocab_size + 1) * sizeof *sc);
+        float *sc = realloc(t->ug.score, (size_t)size * sizeof *sc);
         if (sc) t->ug.score = sc;
-        uint8_t *ty = realloc(t->ug.type, (size_t)(t->vocab_size + 1));
+        uint8_t *ty = realloc(t->ug.type, (size_t)size);
         if (ty) t->ug.type = ty;
-        if (!sc || !ty) {
-            b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
-            return -1;
+        if (!sc || !ty) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
+        for (int64_t i = t->vocab_size; i < size; i++) {
+            sc[i] = 0;
+            ty[i] = i == size - 1 ? B8_SP_CONTROL : 0;
         }
-        sc[t->vocab_size] = 0;
-        ty[t->vocab_size] = B8_SP_CONTROL;
     }
-    return (int32_t)t->vocab_size++;
+    size_t at = old;
+    for (int64_t i = t->vocab_size; i < size - 1; i++) {
+        blob[at] = 0;
+        off[i + 1] = (int64_t)++at;
+    }
+    if (len) memcpy(blob + at, s, len);
+    blob[at + len] = 0;
+    off[size] = (int64_t)(at + len + 1);
+    t->vocab_size = size;
+    return BERT8_OK;
+}
+
+int32_t b8_tok_append_token(b8_tokenizer *t, const char *s, size_t len, b8_err *e) {
+    if (grow_tokens(t, 0, s, len, e) != BERT8_OK) return -1;
+    return (int32_t)(t->vocab_size - 1);
 }
 
 /* Id by vocabulary only (no added tokens), as the model's own lookup gives it. */
@@ -228,17 +247,37 @@ static int32_t vocab_lookup(const b8_tokenizer *t, const char *s, size_t len) {
 }
 
 bert8_status b8_tok_add_token(b8_tokenizer *t, const char *content, size_t len, int32_t id,
-                              bool lstrip, bool rstrip, bool special, b8_err *e) {
+                              bool lstrip, bool rstrip, bool single_word, bool special, b8_err *e) {
     if (len == 0) return BERT8_OK; /* HF ignores empty added tokens */
+    if (len > B8_TOK_MAX_TOKEN_BYTES)
+        return b8_fail(e, BERT8_ERR_TOO_LARGE,
+                       "added token \"%.40s...\" is %zu bytes, over the limit of %d", content, len,
+                       B8_TOK_MAX_TOKEN_BYTES);
     size_t bad = b8_utf8_invalid_at((const uint8_t *)content, len);
     if (bad < len)
         return b8_fail(e, BERT8_ERR_FORMAT, "added token \"%.*s\" is not valid UTF-8 at byte %zu",
                        (int)len, content, bad);
+    /* An explicit id past the vocabulary grows it first, also when the token is already
+     * added under another id (fuzz_tokenizer_json: the update used to keep an id past the
+     * end, and later lookups indexed past the tables). */
+    if (id >= t->vocab_size) {
+        /* decided before anything is allocated: a far-away id is a broken file, not a
+         * reason to allocate gigabytes */
+        if ((int64_t)id - t->vocab_size > B8_TOK_MAX_ID_GAP || (int64_t)id >= B8_TOK_MAX_VOCAB)
+            return b8_fail(e, BERT8_ERR_TOO_LARGE,
+                           "added token \"%.*s\" has id %d, more than %lld past the end of the "
+                           "vocabulary (%lld tokens)",
+                           (int)(len < 60 ? len : 60), content, (int)id,
+                           (long long)B8_TOK_MAX_ID_GAP, (long long)t->vocab_size);
+        bert8_status st = grow_tokens(t, (int64_t)id - t->vocab_size, content, len, e);
+        if (st != BERT8_OK) return st;
+    }
     for (int i = 0; i < t->n_added; i++) {
         b8_added_token *a = &t->added[i];
         if (a->len == len && !memcmp(a->content, content, len)) {
             a->lstrip = lstrip;
             a->rstrip = rstrip;
+            a->single_word = single_word;
             a->special = a->special || special;
             if (id >= 0) a->id = id;
             return BERT8_OK;
@@ -254,11 +293,6 @@ bert8_status b8_tok_add_token(b8_tokenizer *t, const char *content, size_t len, 
             id = b8_tok_append_token(t, content, len, e);
             if (id < 0) return e ? e->status : BERT8_ERR_NOMEM;
         }
-    } else {
-        while (id >= t->vocab_size)
-            if (b8_tok_append_token(t, id == t->vocab_size ? content : "",
-                                    id == t->vocab_size ? len : 0, e) < 0)
-                return e ? e->status : BERT8_ERR_NOMEM;
     }
     b8_added_token *na = realloc(t->added, (size_t)(t->n_added + 1) * sizeof *na);
     if (!na) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
@@ -267,7 +301,7 @@ bert8_status b8_tok_add_token(b8_tokenizer *t, const char *content, size_t len, 
     if (!c) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
     memcpy(c, content, len);
     c[len] = 0;
-    na[t->n_added++] = (b8_added_token){c, len, id, lstrip, rstrip, special, false};
+    na[t->n_added++] = (b8_added_token){c, len, id, lstrip, rstrip, single_word, special, false};
     return BERT8_OK;
 }
 
@@ -451,6 +485,23 @@ static int32_t skip_space_back(const uint8_t *s, int32_t a, int32_t b) {
     return b;
 }
 
+/* True when text[a, b) has no word character right before or right after it. */
+static bool word_bounded(const uint8_t *s, int32_t len, int32_t a, int32_t b) {
+    uint32_t cp;
+    if (a > 0) {
+        int32_t p = a - 1;
+        while (p > 0 && (s[p] & 0xC0) == 0x80)
+            p--;
+        b8_utf8_next(s + p, &cp);
+        if (b8_uni_is_word(cp)) return false;
+    }
+    if (b < len) {
+        b8_utf8_next(s + b, &cp);
+        if (b8_uni_is_word(cp)) return false;
+    }
+    return true;
+}
+
 /* PreTrainedTokenizer.tokenize: cut the text at added/special tokens (matched verbatim,
  * leftmost-longest), strip whitespace beside them as their lstrip/rstrip say, run the model
  * on what lies between. Text must be valid UTF-8 (checked by the caller). */
@@ -468,6 +519,14 @@ static bert8_status tokenize_seq(const b8_tokenizer *t, const uint8_t *text, int
             for (int32_t q = p; q < len; q++) {
                 if (!t->added_first[text[q]]) continue;
                 at = match_added(t, text + q, (size_t)(len - q), &mlen);
+                if (at && at->single_word &&
+                    !word_bounded(text, len, q, q + (int32_t)mlen)) {
+                    /* refused, and its bytes are not searched again (HF's non-overlapping
+                     * leftmost-longest matches) */
+                    q += (int32_t)mlen - 1;
+                    at = NULL;
+                    continue;
+                }
                 if (at) {
                     m = q;
                     break;
@@ -781,9 +840,11 @@ bert8_status b8_tokenizer_encode_batch(const b8_tokenizer *t, int64_t n, const c
     if (p.pad_to_multiple_of > 0 && seq % p.pad_to_multiple_of)
         seq += p.pad_to_multiple_of - seq % p.pad_to_multiple_of;
     size_t ntok;
-    if (!b8_mul_ok((size_t)nplan, (size_t)seq, &ntok) || ntok > ((size_t)1 << 40))
-        return b8_fail(e, BERT8_ERR_TOO_LARGE, "encode: %lld rows of %lld tokens", (long long)nplan,
-                       (long long)seq);
+    if (!b8_mul_ok((size_t)nplan, (size_t)seq, &ntok) || ntok > (size_t)B8_TOK_MAX_ENCODE_TOKENS)
+        return b8_fail(e, BERT8_ERR_TOO_LARGE,
+                       "encode: %lld rows of %lld tokens is over the limit of %lld token slots "
+                       "per call",
+                       (long long)nplan, (long long)seq, (long long)B8_TOK_MAX_ENCODE_TOKENS);
     int32_t pad = t->special[B8_SPECIAL_PAD];
     for (int64_t r = 0; r < nplan && pad < 0; r++)
         if (plan[r].len < seq)

@@ -28,6 +28,13 @@
  *    a token that is its own lower case also matches any-case spellings (the lower-casing
  *    pre-pass runs before the split). lstrip/rstrip eat Python-whitespace beside them, and
  *    tokens given as plain strings strip both sides, as transformers v4.31 does.
+ *  - An added token with single_word (tokenizer.json, or an AddedToken object in
+ *    tokenizer_config.json) matches only where it is not glued to a word character on either
+ *    side, as HF tokenizers' AddedVocabulary decides it: word characters are regex \w
+ *    (letters, marks, decimal digits, letter numbers, connector punctuation such as '_',
+ *    U+200C/U+200D and the circled/squared letters). A match refused that way is not
+ *    retried at a later start inside it (leftmost-longest, non-overlapping, like HF). The
+ *    slow tokenizers of transformers v4.31 ignore single_word.
  * Unicode properties come from utf8proc; code points first assigned in Unicode 15.0 are
  * treated as unassigned because the reference (Python 3.11) uses Unicode 14.0.
  */
@@ -40,6 +47,28 @@
 #include "base/common.h"
 
 typedef struct b8_tokenizer b8_tokenizer;
+
+/* Resource limits. Each is checked before memory is allocated for what it bounds; a file over
+ * one is refused with BERT8_ERR_TOO_LARGE and a message naming the file, the token or the id.
+ *  - B8_TOK_MAX_VOCAB: ids of a vocabulary, added tokens included (2^24; the largest public
+ *    vocabularies hold about 2^18).
+ *  - B8_TOK_MAX_ID_GAP: a token given an explicit id (tokenizer.json vocab or added_tokens,
+ *    added_tokens_decoder) may leave at most this many unused ids below it; the ids in
+ *    between are padded in one step and map to "" (HF leaves them unmapped).
+ *  - B8_TOK_MAX_TOKEN_BYTES: bytes of one token string (vocabulary entry, piece, added or
+ *    special token).
+ *  - B8_TOK_MAX_FILE_BYTES: tokenizer.json, vocab.txt and sentencepiece models;
+ *    B8_TOK_MAX_CONFIG_BYTES: tokenizer_config.json, special_tokens_map.json,
+ *    added_tokens.json.
+ *  - B8_TOK_MAX_ENCODE_TOKENS: rows x padded length of one encode call (2^26 token slots, about
+ *    2.7 GB of output arrays): a larger batch or max_length padding is BERT8_ERR_TOO_LARGE
+ *    before the output is allocated. */
+#define B8_TOK_MAX_VOCAB ((int64_t)1 << 24)
+#define B8_TOK_MAX_ID_GAP ((int64_t)1 << 16)
+#define B8_TOK_MAX_TOKEN_BYTES 1024
+#define B8_TOK_MAX_FILE_BYTES ((size_t)256 << 20)
+#define B8_TOK_MAX_CONFIG_BYTES ((size_t)16 << 20)
+#define B8_TOK_MAX_ENCODE_TOKENS ((int64_t)1 << 26)
 
 typedef enum b8_tok_kind {
     B8_TOK_AUTO = -1,     /* b8_tokenizer_load_files: decide from the file */

@@ -52,6 +52,20 @@ int b8_uni_category(uint32_t cp) {
     return c;
 }
 
+bool b8_uni_is_word(uint32_t cp) {
+    if (cp < 0x80)
+        return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || (cp >= '0' && cp <= '9') ||
+               cp == '_';
+    if (cp == 0x200C || cp == 0x200D) return true; /* Join_Control */
+    /* Other_Alphabetic symbols: circled and squared Latin letters */
+    if ((cp >= 0x24B6 && cp <= 0x24E9) || (cp >= 0x1F130 && cp <= 0x1F149) ||
+        (cp >= 0x1F150 && cp <= 0x1F169) || (cp >= 0x1F170 && cp <= 0x1F189))
+        return true;
+    int c = b8_uni_category(cp);
+    return (c >= UTF8PROC_CATEGORY_LU && c <= UTF8PROC_CATEGORY_ND) ||
+           c == UTF8PROC_CATEGORY_NL || c == UTF8PROC_CATEGORY_PC;
+}
+
 /* Python: whitespace is bidirectional class WS, B or S, or category Zs. */
 bool b8_uni_isspace(uint32_t cp) {
     if (cp < 0x80) return cp == ' ' || (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x1F);

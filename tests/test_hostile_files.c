@@ -1,0 +1,269 @@
+/* test_hostile_files.c: hostile model folders (issue 13), through the public loader and the
+ * safetensors reader: wrong-typed or out-of-range config.json values are errors naming the
+ * field; FIFOs under checkpoint file names are refused instead of blocking; the header and
+ * tensor-count limits answer BERT8_ERR_TOO_LARGE before allocating; and a small checkpoint
+ * truncated on disk while it is loaded does not fault the process. */
+#define _GNU_SOURCE
+#include <cjson/cJSON.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bert8.h"
+#include "io/config.h"
+#include "io/safetensors.h"
+#include "testutil.h"
+
+/* tmp/<name>/ with the golden bert_seqcls config.json, `key` set to the JSON text `value`
+ * (NULL removes nothing), and a link to the golden model.safetensors. */
+static const char *config_dir(const char *name, const char *key, const char *value) {
+    static char dir[512];
+    snprintf(dir, sizeof dir, "%s/%s", tu_tmpdir(), name);
+    mkdir(dir, 0755);
+    size_t n;
+    char *text = tu_read_file(tu_shared_path("golden/models/bert_seqcls/config.json"), &n);
+    cJSON *cfg = cJSON_Parse(text);
+    free(text);
+    if (key) {
+        /* the value goes in as text, so that 1e999 or 1e-320 reach the parser as written */
+        cJSON_DeleteItemFromObjectCaseSensitive(cfg, key);
+        cJSON_AddStringToObject(cfg, key, "@VALUE@");
+    }
+    char *out = cJSON_Print(cfg);
+    char *at = strstr(out, "\"@VALUE@\"");
+    char *text2 = malloc(strlen(out) + (value ? strlen(value) : 0) + 1);
+    if (at)
+        sprintf(text2, "%.*s%s%s", (int)(at - out), out, value, at + strlen("\"@VALUE@\""));
+    else
+        strcpy(text2, out);
+    char path[600];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    CHECK(tu_write_file(path, text2, strlen(text2)) == 0);
+    free(text2);
+    free(out);
+    cJSON_Delete(cfg);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    unlink(path);
+    CHECK(symlink(tu_shared_path("golden/models/bert_seqcls/model.safetensors"), path) == 0);
+    return dir;
+}
+
+static void expect_load(const char *dir, bert8_status want, const char *n1, const char *n2) {
+    char err[1024] = "";
+    bert8_model *m = NULL;
+    bert8_status st = bert8_model_load(dir, NULL, &m, err, sizeof err);
+    CHECKF(st == want, "%s: status %s, wanted %s (%s)", dir, bert8_status_string(st),
+           bert8_status_string(want), err);
+    CHECKF(!n1 || strstr(err, n1), "message \"%s\" lacks \"%s\"", err, n1);
+    CHECKF(!n2 || strstr(err, n2), "message \"%s\" lacks \"%s\"", err, n2);
+    CHECKF(strlen(err) < 400, "message is %zu bytes long", strlen(err));
+    bert8_model_free(m);
+}
+
+TEST(wrong_typed_optional_config_keys_are_errors) {
+    static const struct {
+        const char *key, *value, *n1, *n2;
+    } cases[] = {
+        {"position_embedding_type", "1.5", "position_embedding_type", "a string"},
+        {"num_labels", "\"1e999\"", "num_labels", "an integer, not a string"},
+        {"num_labels", "2.5", "num_labels", "2.5"},
+        {"id2label", "[\"a\",\"b\"]", "id2label", "an object"},
+        {"label2id", "7", "label2id", "an object"},
+        {"architectures", "\"BertForSequenceClassification\"", "architectures", "an array"},
+        {"architectures", "[3]", "architectures\"[0]", "a string"},
+        {"problem_type", "3", "problem_type", "a string"},
+        {"problem_type", "\"ranking\"", "problem_type", "ranking"},
+        {"is_decoder", "\"yes\"", "is_decoder", "true or false"},
+        {"hidden_act", "[\"gelu\"]", "hidden_act", "a string"},
+        {"layer_norm_eps", "\"1e-12\"", "layer_norm_eps", "a number"},
+        {"vocab_size", "true", "vocab_size", "a boolean"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        expect_load(config_dir("types", cases[i].key, cases[i].value), BERT8_ERR_FORMAT,
+                    cases[i].n1, cases[i].n2);
+    expect_load(config_dir("decoder", "is_decoder", "true"), BERT8_ERR_UNSUPPORTED, "is_decoder",
+                NULL);
+    /* right types still load; null means "the default" */
+    expect_load(config_dir("ok1", "problem_type", "\"single_label_classification\""), BERT8_OK,
+                NULL, NULL);
+    expect_load(config_dir("ok2", "position_embedding_type", "null"), BERT8_OK, NULL, NULL);
+    expect_load(config_dir("ok3", "is_decoder", "false"), BERT8_OK, NULL, NULL);
+}
+
+TEST(out_of_range_numbers_are_printed_sanely) {
+    expect_load(config_dir("huge", "hidden_size", "-1e308"), BERT8_ERR_FORMAT, "hidden_size",
+                "-1e+308");
+    expect_load(config_dir("frac", "hidden_size", "64.5"), BERT8_ERR_FORMAT, "64.5",
+                "not an integer");
+    expect_load(config_dir("inf", "num_hidden_layers", "1e999"), BERT8_ERR_FORMAT,
+                "num_hidden_layers", "inf");
+    /* a subnormal epsilon would vanish in float: refused, as are zero and >= 1 */
+    expect_load(config_dir("eps1", "layer_norm_eps", "1e-320"), BERT8_ERR_FORMAT, "layer_norm_eps",
+                "normal positive float");
+    expect_load(config_dir("eps2", "layer_norm_eps", "0"), BERT8_ERR_FORMAT, "layer_norm_eps",
+                NULL);
+    expect_load(config_dir("eps3", "layer_norm_eps", "1"), BERT8_ERR_FORMAT, "layer_norm_eps",
+                NULL);
+    expect_load(config_dir("eps4", "layer_norm_eps", "1e-30"), BERT8_OK, NULL, NULL);
+    expect_load(config_dir("labels", "num_labels", "1e9"), BERT8_ERR_FORMAT, "num_labels",
+                "1000000000");
+}
+
+TEST(config_parse_accepts_every_golden_config) {
+    static const char *const names[] = {"bert_model", "bert_qa", "distilbert_seqcls",
+                                        "xlmr_seqcls", "bert_legacy_names", "xlmr_e2e"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "golden/models/%s/config.json", names[i]);
+        size_t n;
+        char *text = tu_read_file(tu_shared_path(rel), &n);
+        b8_config c;
+        b8_err e = {0};
+        CHECKF(b8_config_parse(text, rel, &c, &e) == BERT8_OK, "%s: %s", names[i], e.msg);
+        b8_config_free(&c);
+        free(text);
+    }
+}
+
+/* A regression of the FIFO bug blocks in open(); the alarm fails the test instead. */
+TEST(fifo_checkpoint_files_are_refused_not_waited_on) {
+    alarm(30);
+    char dir[512], path[600];
+    /* config.json */
+    snprintf(dir, sizeof dir, "%s/fifo_cfg", tu_tmpdir());
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    CHECK(mkfifo(path, 0644) == 0);
+    expect_load(dir, BERT8_ERR_IO, "config.json", "FIFO");
+    /* model.safetensors */
+    const char *d2 = config_dir("fifo_st", NULL, NULL);
+    snprintf(path, sizeof path, "%s/model.safetensors", d2);
+    unlink(path);
+    CHECK(mkfifo(path, 0644) == 0);
+    expect_load(d2, BERT8_ERR_IO, "model.safetensors", "FIFO");
+    /* the index, and a shard it names */
+    const char *d3 = config_dir("fifo_index", NULL, NULL);
+    snprintf(path, sizeof path, "%s/model.safetensors", d3);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", d3);
+    CHECK(mkfifo(path, 0644) == 0);
+    expect_load(d3, BERT8_ERR_IO, "index.json", "FIFO");
+    unlink(path);
+    const char *idx = "{\"weight_map\":{\"bert.embeddings.word_embeddings.weight\":"
+                      "\"model-00001-of-00001.safetensors\"}}";
+    CHECK(tu_write_file(path, idx, strlen(idx)) == 0);
+    snprintf(path, sizeof path, "%s/model-00001-of-00001.safetensors", d3);
+    CHECK(mkfifo(path, 0644) == 0);
+    expect_load(d3, BERT8_ERR_IO, "model-00001-of-00001.safetensors", "FIFO");
+    /* a folder where the checkpoint should be */
+    const char *d4 = config_dir("dir_st", NULL, NULL);
+    snprintf(path, sizeof path, "%s/model.safetensors", d4);
+    unlink(path);
+    CHECK(mkdir(path, 0755) == 0);
+    expect_load(d4, BERT8_ERR_IO, "model.safetensors", "a folder");
+    alarm(0);
+}
+
+/* A safetensors image of `hdr` (padded to 8) and `data_len` zero bytes. */
+static uint8_t *st_image(const char *hdr, size_t hl, size_t data_len, size_t *len) {
+    size_t padded = (hl + 7) / 8 * 8;
+    *len = 8 + padded + data_len;
+    uint8_t *b = calloc(1, *len);
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)((uint64_t)padded >> (8 * i));
+    memcpy(b + 8, hdr, hl);
+    memset(b + 8 + hl, ' ', padded - hl);
+    return b;
+}
+
+TEST(tensor_count_and_header_value_limits_answer_too_large) {
+    /* B8_ST_MAX_TENSORS + 2 entries: refused by the scan before the JSON is parsed (so the
+     * entries need not even be tensors) */
+    size_t n = B8_ST_MAX_TENSORS + 2, cap = n * 16 + 16, k = 0;
+    char *h = malloc(cap);
+    h[k++] = '{';
+    for (size_t i = 0; i < n; i++)
+        k += (size_t)snprintf(h + k, cap - k, "%s\"%zu\":0", i ? "," : "", i);
+    h[k++] = '}';
+    size_t len;
+    uint8_t *img = st_image(h, k, 0, &len);
+    b8_st *st = NULL;
+    b8_err e = {0};
+    CHECK(b8_st_open_memory(img, len, "many.safetensors", &st, &e) == BERT8_ERR_TOO_LARGE);
+    CHECKF(st == NULL && strstr(e.msg, "many.safetensors") && strstr(e.msg, "1048576"), "%s",
+           e.msg);
+    free(img);
+    /* about 2^24 + 1 numbers in one shape */
+    k = 0;
+    n = B8_ST_MAX_HEADER_VALUES + 1;
+    free(h);
+    cap = 2 * n + 64;
+    h = malloc(cap);
+    k += (size_t)snprintf(h, cap, "{\"a\":{\"dtype\":\"U8\",\"data_offsets\":[0,0],\"shape\":[");
+    for (size_t i = 0; i < n; i++) {
+        h[k++] = i ? ',' : ' ';
+        h[k++] = '0';
+    }
+    k += (size_t)snprintf(h + k, cap - k, "]}}");
+    img = st_image(h, k, 0, &len);
+    CHECK(b8_st_open_memory(img, len, "values.safetensors", &st, &e) == BERT8_ERR_TOO_LARGE);
+    CHECKF(st == NULL && strstr(e.msg, "JSON values"), "%s", e.msg);
+    free(img);
+    free(h);
+    /* a string holding the structural characters does not count them */
+    const char *quoted = "{\"__metadata__\":{\"k\":\"[[[,,,:::{{{\\\"]]]\"}}";
+    img = st_image(quoted, strlen(quoted), 0, &len);
+    CHECK(b8_st_open_memory(img, len, "quoted.safetensors", &st, &e) == BERT8_OK);
+    CHECK(st && b8_st_metadata(st, "k") && !strcmp(b8_st_metadata(st, "k"), "[[[,,,:::{{{\"]]]"));
+    b8_st_close(st);
+    free(img);
+}
+
+TEST(small_checkpoint_truncated_while_loaded_does_not_fault) {
+    /* files up to B8_ST_COPY_MAX are copied at load, so the loaded model no longer depends on
+     * the file: truncating it (which would raise SIGBUS on a mapping) changes nothing */
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/trunc", tu_tmpdir());
+    mkdir(dir, 0755);
+    static const char *const files[] = {"config.json", "model.safetensors"};
+    for (int i = 0; i < 2; i++) {
+        char rel[256];
+        snprintf(rel, sizeof rel, "golden/models/bert_seqcls/%s", files[i]);
+        size_t n;
+        char *d = tu_read_file(tu_shared_path(rel), &n);
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        CHECK(d && tu_write_file(path, d, n) == 0);
+        free(d);
+    }
+    char err[512];
+    bert8_model *m = NULL;
+    CHECK(bert8_model_load(dir, NULL, &m, err, sizeof err) == BERT8_OK);
+    if (!m) return;
+    bert8_session *s = NULL;
+    CHECK(bert8_session_create(m, &s) == BERT8_OK);
+    int32_t ids[8] = {2, 17, 99, 5, 64, 3, 7, 3};
+    bert8_batch b = {1, 8, ids, NULL, NULL};
+    bert8_outputs o;
+    CHECK(bert8_forward(s, &b, &o) == BERT8_OK);
+    float before[8];
+    int64_t nl = o.logits.shape[1];
+    memcpy(before, o.logits.data, (size_t)nl * sizeof(float));
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    CHECK(truncate(path, 0) == 0);
+    CHECK(bert8_forward(s, &b, &o) == BERT8_OK);
+    CHECK(memcmp(before, o.logits.data, (size_t)nl * sizeof(float)) == 0);
+    bert8_session_free(s);
+    bert8_model_free(m);
+}
+
+int main(void) {
+    RUN(wrong_typed_optional_config_keys_are_errors);
+    RUN(out_of_range_numbers_are_printed_sanely);
+    RUN(config_parse_accepts_every_golden_config);
+    RUN(fifo_checkpoint_files_are_refused_not_waited_on);
+    RUN(tensor_count_and_header_value_limits_answer_too_large);
+    RUN(small_checkpoint_truncated_while_loaded_does_not_fault);
+    return tu_finish();
+}
