@@ -22,9 +22,10 @@ from runner import NEEDS, SYSTEMS  # noqa: E402
 PY = sys.executable
 HERE = common.HERE
 
-BERT8_UNITS = {  # run unit -> records it yields (scheme of the CLI run)
+BERT8_UNITS = {  # run unit -> scheme of the CLI run (and --attention int8 for "-att8")
     "bert8-static": "static",
     "bert8-dynamic": "dynamic",
+    "bert8-static-att8": "static",
 }
 ALL_UNITS = list(SYSTEMS) + list(BERT8_UNITS)
 
@@ -262,8 +263,10 @@ def run_peer(a, model, unit, shape, status):
 
 def run_bert8(a, model, unit, shape, status):
     scheme = BERT8_UNITS[unit]
-    names = {"fp32": f"bert8-fp32@{scheme}", "int8": f"bert8-int8-{scheme}"}
-    if scheme == "static":
+    att8 = unit.endswith("-att8")
+    tag = scheme + ("-att8" if att8 else "")
+    names = {"fp32": f"bert8-fp32@{tag}", "int8": f"bert8-int8-{tag}"}
+    if unit == "bert8-static":
         names["fp32"] = "bert8-fp32"
 
     def fail(reason):
@@ -282,6 +285,8 @@ def run_bert8(a, model, unit, shape, status):
         cmd += ["--batch", str(shape), "--seq", str(a.seq)]
     cmd += ["--threads", str(a.threads), "--scheme", scheme, "--json", "--calib", os.path.join(art, "calib.txt"),
             "--samples", str(a.calib_n)]
+    if att8:
+        cmd += ["--attention", "int8"]
     if a.bert8_iters:
         cmd += ["--iters", str(a.bert8_iters)]
     rc, out, err, secs = run_proc(cmd, a.run_timeout, env=thread_env(a.threads))

@@ -22,9 +22,10 @@ ROWS = [
     ("torchao-w8a8-dynamic", "torchao W8A8 dynamic, no SmoothQuant (compiled)", "int8"),
     ("bert8-fp32", "**bert8 FP32**", "fp32"),
     ("bert8-int8-static", "**bert8 INT8 static**", "int8"),
+    ("bert8-int8-static-att8", "**bert8 INT8 static, INT8 attention**", "int8"),
     ("bert8-int8-dynamic", "**bert8 INT8 dynamic**", "int8"),
 ]
-BERT8 = {"bert8-fp32", "bert8-int8-static", "bert8-int8-dynamic"}
+BERT8 = {"bert8-fp32", "bert8-int8-static", "bert8-int8-static-att8", "bert8-int8-dynamic"}
 
 
 def fmt(v):
@@ -124,6 +125,8 @@ def write(res, json_path):
             L.append("| " + " | ".join(cells) + " |")
         # ratios
         for b8, prec, label in (("bert8-int8-static", "int8", "bert8 INT8 static / fastest peer INT8"),
+                                ("bert8-int8-static-att8", "int8",
+                                 "bert8 INT8 static, INT8 attention / fastest peer INT8"),
                                 ("bert8-int8-dynamic", "int8", "bert8 INT8 dynamic / fastest peer INT8"),
                                 ("bert8-fp32", "fp32", "bert8 FP32 / fastest peer FP32")):
             if not any((model, s, b8) in agg for s in shapes):
@@ -144,6 +147,19 @@ def write(res, json_path):
                     if pe and pe["median"] is not None:
                         c = f"{e['median'] / best:.2f}x packed, {pe['median'] / best:.2f}x padded, vs {who}"
                 cells.append(c)
+            L.append("| " + " | ".join(cells) + " |")
+        # INT8 over bert8's own FP32, timed interleaved in the same processes
+        for b8, f32, label in (("bert8-int8-static", "bert8-fp32", "bert8 INT8 static / own FP32"),
+                               ("bert8-int8-static-att8", "bert8-fp32@static-att8",
+                                "bert8 INT8 static, INT8 attention / own FP32"),
+                               ("bert8-int8-dynamic", "bert8-fp32@dynamic", "bert8 INT8 dynamic / own FP32")):
+            if not any((model, s, b8) in agg for s in shapes):
+                continue
+            cells = [f"*{label}*"]
+            for s in shapes:
+                e, f = agg.get((model, s, b8)), agg.get((model, s, f32))
+                ok = e and f and e["median"] is not None and f["median"]
+                cells.append(f"{e['median'] / f['median']:.2f}x" if ok else "-")
             L.append("| " + " | ".join(cells) + " |")
         cf_cells, cq_cells = ["*FP32 roofline ceiling*"], ["*INT8 roofline ceiling*"]
         for s in shapes:
@@ -226,6 +242,7 @@ def plot(res, agg, path, models, batches, rows):
     fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models) + 3.4, 5.2), squeeze=False)
     cmap = plt.get_cmap("tab20")
     b8_style = {"bert8-fp32": ("black", "--", "o"), "bert8-int8-static": ("black", "-", "s"),
+                "bert8-int8-static-att8": ("black", ":", "D"),
                 "bert8-int8-dynamic": ("dimgray", "-", "^")}
     for ax, model in zip(axes[0], models):
         for i, (key, label, prec) in enumerate(rows):
