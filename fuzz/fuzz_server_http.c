@@ -83,13 +83,26 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1 || size > 16384) return 0;
     srv_server *s = servers[data[0] % N_SERVERS];
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    FUZZ_CHECK(fd >= 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->cfg.port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     struct timeval tv = {10, 0};
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    FUZZ_CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    int fd = -1;
+    /* The client closes first, so each input leaves one local port in TIME_WAIT for 60 s: at a
+     * few hundred inputs a second the loopback runs out of ephemeral ports (EADDRNOTAVAIL), a
+     * limit of this harness and not of the server. Wait for ports to free up then. */
+    for (int tries = 0;; tries++) {
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        FUZZ_CHECK(fd >= 0);
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) break;
+        int err = errno;
+        close(fd);
+        if ((err != EADDRNOTAVAIL && err != EAGAIN) || tries == 600) {
+            fprintf(stderr, "connect to the server on port %d: %s\n", s->cfg.port, strerror(err));
+            FUZZ_CHECK(!"connect failed");
+        }
+        usleep(100 * 1000);
+    }
     size_t off = 1;
     while (off < size) {
         ssize_t w = send(fd, data + off, size - off, MSG_NOSIGNAL);
