@@ -87,7 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char path[800];
     snprintf(path, sizeof path, "%s/quantization_config.json", dir);
     if (len[0]) {
-        if (fuzz_write(path, part[0], len[0])) abort();
+        if (fuzz_write(path, part[0], len[0])) die("cannot write the scratch file", path);
     } else {
         unlink(path);
     }
@@ -98,7 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         memcpy(img + scale_off[idx], part[1] + r + 2, 4);
     }
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    if (fuzz_write(path, img, st_len)) abort();
+    if (fuzz_write(path, img, st_len)) die("cannot write the scratch file", path);
     free(img);
     char err[1024] = "";
     bert8_model *m = NULL;

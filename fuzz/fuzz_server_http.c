@@ -97,11 +97,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) break;
         int err = errno;
         close(fd);
-        if ((err != EADDRNOTAVAIL && err != EAGAIN) || tries == 600) {
+        /* EINTR: libFuzzer's -timeout alarm (SIGALRM) interrupted the connect; try again */
+        if ((err != EADDRNOTAVAIL && err != EAGAIN && err != EINTR) || tries == 600) {
             fprintf(stderr, "connect to the server on port %d: %s\n", s->cfg.port, strerror(err));
             FUZZ_CHECK(!"connect failed");
         }
-        usleep(100 * 1000);
+        if (err != EINTR) usleep(100 * 1000);
     }
     size_t off = 1;
     while (off < size) {

@@ -41,8 +41,13 @@ build() {
   cmake --build "$B" -j"$(nproc)" --target fuzz_all
   mkdir -p "$B/logs" "$B/artifacts"
   make_extra_seeds
-  # scratch folders of earlier runs that crashed
-  find /dev/shm /tmp -maxdepth 1 -name 'bert8-fuzz-*' -mmin +60 -exec rm -rf {} + 2>/dev/null || true
+  # scratch folders (bert8-fuzz-<pid>) of earlier runs that crashed; a running harness's own
+  # folder is kept whatever its age (several fuzz.sh runs may share the machine)
+  for d in /dev/shm/bert8-fuzz-* /tmp/bert8-fuzz-*; do
+    [ -d "$d" ] || continue
+    pid=${d##*-}
+    [ -d "/proc/$pid" ] || rm -rf "$d"
+  done
 }
 
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:allocator_may_return_null=1"
