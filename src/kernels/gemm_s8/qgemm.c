@@ -257,7 +257,6 @@ typedef struct run_plan {
     int64_t lda, M;
     const b8_qepilogue *ep; /* NULL: raw int32 into C */
     b8_qepilogue_fn epilogue;
-    b8_qfused_fn fused;     /* full-height single-pass tiles, or NULL */
     int32_t *C;
     int64_t ldc;
     uint8_t *apack;      /* ceil(M/mr) micro-panels of mr x Kp */
@@ -285,11 +284,6 @@ static void run_unit(const run_plan *p, int64_t mi, int64_t ni, int32_t *scratch
             for (int64_t jr = n0; jr < n1; jr += nr) {
                 const int8_t *wp = w->packed + (jr / nr) * w->Kp * nr + k0 * nr;
                 int cols = (int)(w->N - jr < nr ? w->N - jr : nr);
-                if (p->fused && p->npc == 1 && rows == mr) {
-                    b8_qtile t = {ir, jr, cols, w->comp, w->w_scale, p->ep};
-                    p->fused((size_t)(kcur / kq), a, wp, &t);
-                    continue;
-                }
                 int32_t *c = tile;
                 size_t ldt = (size_t)nr;
                 if (p->npc > 1) {
@@ -319,10 +313,7 @@ static bert8_status run_blis(const int8_t *A, int64_t lda, int64_t M, const b8_q
         return b8_fail(e, BERT8_ERR_INTERNAL, "blocking table does not fit kernel %s",
                        w->kernel->name);
     run_plan p = {.b = b, .w = w, .A = A, .lda = lda, .M = M, .ep = ep, .C = C, .ldc = ldc};
-    if (ep) {
-        p.epilogue = b->pick_epilogue(ep);
-        if (b->pick_fused) p.fused = b->pick_fused(ep);
-    }
+    if (ep) p.epilogue = b->pick_epilogue(ep);
     int mr = b->mr, nr = b->nr, kq = b->kq;
 
     p.npc = (w->Kp + bl->kc_max - 1) / bl->kc_max;

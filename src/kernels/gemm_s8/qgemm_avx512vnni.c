@@ -166,7 +166,12 @@ epi_row(const epi_ctx *x, const __m512i *acc, int64_t m, int64_t n0, const b8_qe
     }
 }
 
-/* Epilogue on a stored tile (edge rows, or K split in passes). */
+/* Epilogue on a tile the micro-kernel stored (8 x 32 int32, 1 KiB, still in L1). An earlier
+ * variant applied the epilogue straight from the accumulator registers in the same function as
+ * the K loop: GCC 12 then copied all 16 accumulators to other registers on every k group
+ * (32 vmovdqa per 16 vpdpbusd, two of them spilled). Zen 4 hides such moves; on Ice Lake, which
+ * has no zmm move elimination, they ran on the vpdpbusd ports: 190-270 GOP/s against 330-370
+ * for this store-and-reload form (bench_qgemm, one core). */
 static inline __attribute__((always_inline)) B8_T512 void
 epilogue_t(const int32_t *acc, size_t ld_acc, int rows, int cols, int64_t m0, int64_t n0,
            const int32_t *comp, const float *w_scale, const b8_qepilogue *ep, const b8_act act,
@@ -181,46 +186,11 @@ epilogue_t(const int32_t *acc, size_t ld_acc, int rows, int cols, int64_t m0, in
     }
 }
 
-/* Full-height tile in one pass: the micro-kernel loop, then the epilogue straight from the
- * accumulator registers (no tile store and reload). */
-static inline __attribute__((always_inline)) B8_T512 void
-fused_t(size_t kg, const uint8_t *a, const int8_t *w, const b8_qtile *t, const b8_act act,
-        const int to_s8, const int add_res) {
-    __m512i acc[MR][NV];
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; i++)
-#pragma GCC unroll 4
-        for (int j = 0; j < NV; j++) acc[i][j] = _mm512_setzero_si512();
-    for (size_t g = 0; g < kg; g++) {
-        __m512i b[NV];
-#pragma GCC unroll 4
-        for (int j = 0; j < NV; j++) b[j] = _mm512_loadu_si512(w + 64 * j);
-#pragma GCC unroll 8
-        for (int i = 0; i < MR; i++) {
-            int32_t a4;
-            memcpy(&a4, a + 4 * i, 4);
-            __m512i av = _mm512_set1_epi32(a4);
-#pragma GCC unroll 4
-            for (int j = 0; j < NV; j++) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], av, b[j]);
-        }
-        a += 4 * MR;
-        w += 4 * NR;
-    }
-    epi_ctx x;
-    epi_setup(&x, t->cols, t->n0, t->comp, t->w_scale, t->ep, to_s8);
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; i++) epi_row(&x, acc[i], t->m0 + i, t->n0, t->ep, act, to_s8, add_res);
-}
-
 #define EPI_VARIANT(NAME, ACT, S8, RES)                                                        \
     static B8_T512 void NAME(const int32_t *acc, size_t ld_acc, int rows, int cols, int64_t m0, \
                              int64_t n0, const int32_t *comp, const float *w_scale,           \
                              const b8_qepilogue *ep) {                                        \
         epilogue_t(acc, ld_acc, rows, cols, m0, n0, comp, w_scale, ep, ACT, S8, RES);          \
-    }                                                                                          \
-    static B8_T512 void NAME##_fused(size_t kg, const void *a, const int8_t *w,               \
-                                     const b8_qtile *t) {                                     \
-        fused_t(kg, a, w, t, ACT, S8, RES);                                                    \
     }
 #define EPI_ACT(A, ACT)                                                                        \
     EPI_VARIANT(qs8_gemm_8x32c4__avx512vnni_##A##_f32, ACT, 0, 0)                              \
@@ -235,23 +205,12 @@ EPI_ACT(relu, B8_ACT_RELU)
 #define EPI_ROW(A)                                                                             \
     {{qs8_gemm_8x32c4__avx512vnni_##A##_f32, qs8_gemm_8x32c4__avx512vnni_##A##_f32_res},       \
      {qs8_gemm_8x32c4__avx512vnni_##A##_s8, qs8_gemm_8x32c4__avx512vnni_##A##_s8_res}}
-#define FUSED_ROW(A)                                                                           \
-    {{qs8_gemm_8x32c4__avx512vnni_##A##_f32_fused,                                             \
-      qs8_gemm_8x32c4__avx512vnni_##A##_f32_res_fused},                                        \
-     {qs8_gemm_8x32c4__avx512vnni_##A##_s8_fused,                                              \
-      qs8_gemm_8x32c4__avx512vnni_##A##_s8_res_fused}}
 /* [act][s8][residual] */
 static const b8_qepilogue_fn epilogues[4][2][2] = {EPI_ROW(none), EPI_ROW(gelu),
                                                    EPI_ROW(gelu_tanh), EPI_ROW(relu)};
-static const b8_qfused_fn fused[4][2][2] = {FUSED_ROW(none), FUSED_ROW(gelu),
-                                            FUSED_ROW(gelu_tanh), FUSED_ROW(relu)};
 
 static b8_qepilogue_fn pick_epilogue(const b8_qepilogue *ep) {
     return epilogues[ep->act][ep->out_s8 != NULL][ep->residual != NULL];
-}
-
-static b8_qfused_fn pick_fused(const b8_qepilogue *ep) {
-    return fused[ep->act][ep->out_s8 != NULL][ep->residual != NULL];
 }
 
 static B8_T512 void store_s32(const int32_t *acc, size_t ld_acc, int rows, int cols,
@@ -279,6 +238,5 @@ const b8_qblis b8_qblis_8x32c4__avx512vnni = {
             qs8_gemm_5x32c4__avx512vnni, qs8_gemm_6x32c4__avx512vnni,
             qs8_gemm_7x32c4__avx512vnni, qs8_gemm_8x32c4__avx512vnni},
     .pick_epilogue = pick_epilogue,
-    .pick_fused = pick_fused,
     .store_s32 = store_s32,
 };

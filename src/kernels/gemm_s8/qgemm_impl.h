@@ -37,17 +37,6 @@ typedef void (*b8_qepilogue_fn)(const int32_t *acc, size_t ld_acc, int rows, int
 typedef void (*b8_qstore_fn)(const int32_t *acc, size_t ld_acc, int rows, int cols,
                              const int32_t *comp, int32_t *C, int64_t ldc);
 
-/* A full-height (MR rows) tile computed in one K pass with the epilogue applied straight from
- * the accumulator registers: output rows m0.., columns n0.. (cols of them). */
-typedef struct b8_qtile {
-    int64_t m0, n0;
-    int cols;
-    const int32_t *comp;
-    const float *w_scale;
-    const b8_qepilogue *ep;
-} b8_qtile;
-typedef void (*b8_qfused_fn)(size_t kgroups, const void *a, const int8_t *w, const b8_qtile *t);
-
 typedef struct b8_qblis {
     int mr, nr, kq;     /* tile rows, tile columns, k values per group */
     int a_bytes;        /* bytes per packed A element (1: u8, 2: int16) */
@@ -55,7 +44,6 @@ typedef struct b8_qblis {
     b8_qpack_a pack_a;
     b8_qukernel ukr[B8_MAX_MR + 1]; /* ukr[r]: r rows, 1 <= r <= mr */
     b8_qepilogue_fn (*pick_epilogue)(const b8_qepilogue *ep); /* chosen once per call */
-    b8_qfused_fn (*pick_fused)(const b8_qepilogue *ep);       /* NULL: no fused variant */
     b8_qstore_fn store_s32;
 } b8_qblis;
 
