@@ -173,40 +173,54 @@ VNNI static inline __attribute__((always_inline)) void scores_rows(const layout 
     }
 }
 
-/* ctx of rb rows from their p_u8 rows (stride t4) and row scales. */
-VNNI static inline __attribute__((always_inline)) void context_rows(const layout *l, int64_t d,
-                                                                    const float *rs, const b8_attn_s8_params *p,
-                                                                    float *ctx, int8_t *ctxq, int64_t ldo, int rb) {
+/* The P.V accumulation of RB rows x 64 depths from d0, stored to tile[RB][64]. A function of its
+ * own: inlined into context_rows, GCC 12 copied the 16 accumulators to other registers on every
+ * step (32 moves per 16 vpdpbusd), which costs vpdpbusd slots where moves are not eliminated
+ * (Ice Lake). */
+VNNI __attribute__((noinline)) static void context_acc(const layout *l, int64_t d, int64_t d0,
+                                                       const __mmask16 *m, int32_t *tile) {
+    __m512i acc[RB][4];
+#pragma GCC unroll 4
+    for (int r = 0; r < RB; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_si512();
+    for (int64_t g = 0; g < l->t4 / 4; g++) {
+        const int8_t *vr = l->vp + (g * d + d0) * 4;
+        __m512i v0 = _mm512_maskz_loadu_epi32(m[0], vr), v1 = _mm512_maskz_loadu_epi32(m[1], vr + 64),
+                v2 = _mm512_maskz_loadu_epi32(m[2], vr + 128), v3 = _mm512_maskz_loadu_epi32(m[3], vr + 192);
+#pragma GCC unroll 4
+        for (int r = 0; r < RB; r++) {
+            int32_t w;
+            memcpy(&w, l->pu + r * l->t4 + 4 * g, 4);
+            const __m512i pb = _mm512_set1_epi32(w);
+            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], pb, v0);
+            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], pb, v1);
+            acc[r][2] = _mm512_dpbusd_epi32(acc[r][2], pb, v2);
+            acc[r][3] = _mm512_dpbusd_epi32(acc[r][3], pb, v3);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < RB; r++)
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) _mm512_storeu_si512(tile + r * 64 + 16 * c, acc[r][c]);
+}
+
+/* ctx of RB rows from their p_u8 rows (stride t4) and row scales. */
+VNNI static void context_rows(const layout *l, int64_t d, const float *rs, const b8_attn_s8_params *p,
+                              float *ctx, int8_t *ctxq, int64_t ldo) {
+    const int rb = RB;
+    int32_t tile[RB * 64] __attribute__((aligned(64)));
     for (int64_t d0 = 0; d0 < d; d0 += 64) {
         __mmask16 m[4];
         for (int c = 0; c < 4; c++) m[c] = lanes_left(d - d0 - 16 * c);
-        __m512i acc[RB][4];
-#pragma GCC unroll 4
-        for (int r = 0; r < rb; r++)
-#pragma GCC unroll 4
-            for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_si512();
-        for (int64_t g = 0; g < l->t4 / 4; g++) {
-            const int8_t *vr = l->vp + (g * d + d0) * 4;
-            __m512i v0 = _mm512_maskz_loadu_epi32(m[0], vr), v1 = _mm512_maskz_loadu_epi32(m[1], vr + 64),
-                    v2 = _mm512_maskz_loadu_epi32(m[2], vr + 128), v3 = _mm512_maskz_loadu_epi32(m[3], vr + 192);
-#pragma GCC unroll 4
-            for (int r = 0; r < rb; r++) {
-                int32_t w;
-                memcpy(&w, l->pu + r * l->t4 + 4 * g, 4);
-                const __m512i pb = _mm512_set1_epi32(w);
-                acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], pb, v0);
-                acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], pb, v1);
-                acc[r][2] = _mm512_dpbusd_epi32(acc[r][2], pb, v2);
-                acc[r][3] = _mm512_dpbusd_epi32(acc[r][3], pb, v3);
-            }
-        }
+        context_acc(l, d, d0, m, tile);
 #pragma GCC unroll 4
         for (int r = 0; r < rb; r++) {
             const __m512 vr = _mm512_set1_ps(rs[r]);
 #pragma GCC unroll 4
             for (int c = 0; c < 4; c++) {
                 if (!m[c]) continue;
-                const __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[r][c]), vr);
+                const __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(tile + r * 64 + 16 * c)), vr);
                 if (ctxq) {
                     /* the quantizers' rounding: clamp to [-127, 127] (NaN -> -127), round half even */
                     __m512 z = _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m[c], p->out_mul + d0 + 16 * c));
@@ -362,7 +376,7 @@ VNNI void b8_attention_s8__avx512vnni(const int8_t *q, const int8_t *k, const in
         else
             for (int r = 0; r < rb; r++) scores_rows1(&l, l.qu + r * d, d, p->score_scale, l.s + r * l.t16);
         for (int r = 0; r < rb; r++) rs[r] = softmax_u8_vnni(l.s + r * l.t16, T, l.t4, mask, vs, l.pu + r * l.t4);
-        if (rb == RB) context_rows(&l, d, rs, p, ctx ? ctx + i * ldo : NULL, ctxq ? ctxq + i * ldo : NULL, ldo, RB);
+        if (rb == RB) context_rows(&l, d, rs, p, ctx ? ctx + i * ldo : NULL, ctxq ? ctxq + i * ldo : NULL, ldo);
         else
             for (int r = 0; r < rb; r++)
                 context_rows1(&l, d, rs[r], l.pu + r * l.t4, p, ctx ? ctx + (i + r) * ldo : NULL,
