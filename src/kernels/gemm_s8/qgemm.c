@@ -328,6 +328,7 @@ static bert8_status run_blis(const int8_t *A, int64_t lda, int64_t M, const b8_q
     int64_t nb = (w->Np + nc - 1) / nc;
     int64_t mc = bl->mc;
     int64_t mb = (M + mc - 1) / mc;
+    mc = round_up((M + mb - 1) / mb, mr); /* row blocks of equal height, not 96 + a remainder */
     /* Enough units for every thread: first split N finer, then M. */
     while (mb * nb < nt && nb < panels_n) nb++;
     if (mb * nb < nt) {
