@@ -18,4 +18,6 @@ else
 fi
 cmake -S . -B "$dir" $flags -DBERT8_WERROR=ON >/dev/null
 cmake --build "$dir" -j"$(nproc)"
+# The optimized kernels' hot loops hold no register copies or spills (docs/benchmarks.md, Ice Lake).
+if [ "$dir" = build ]; then python3 scripts/check_kernel_loops.py "$dir"; fi
 cd "$dir" && ctest --output-on-failure -j"$(nproc)"
