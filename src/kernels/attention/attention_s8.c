@@ -136,73 +136,58 @@ VNNI static inline __mmask16 lanes_left(int64_t left) {
     return left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1u);
 }
 
-/* Scores of rb query rows (q_u8 rows of d bytes) against all keys, into l->s (stride t16). */
-VNNI static inline __attribute__((always_inline)) void scores_rows(const layout *l, const uint8_t *qu, int64_t d,
-                                                                   float scale, int rb) {
-    const __m512 vsc = _mm512_set1_ps(scale);
-    for (int64_t c0 = 0; c0 < l->t16; c0 += 64) {
-        const int nc = l->t16 - c0 >= 64 ? 4 : (int)((l->t16 - c0) / 16);
-        __m512i acc[RB][4];
-#pragma GCC unroll 4
-        for (int r = 0; r < rb; r++)
-#pragma GCC unroll 4
-            for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_si512();
-        for (int64_t g = 0; g < d / 4; g++) {
-            const int8_t *kr = l->kp + (g * l->t16 + c0) * 4;
-            __m512i k0 = _mm512_loadu_si512(kr), k1 = nc > 1 ? _mm512_loadu_si512(kr + 64) : k0,
-                    k2 = nc > 2 ? _mm512_loadu_si512(kr + 128) : k0, k3 = nc > 3 ? _mm512_loadu_si512(kr + 192) : k0;
-#pragma GCC unroll 4
-            for (int r = 0; r < rb; r++) {
-                int32_t w;
-                memcpy(&w, qu + r * d + 4 * g, 4);
-                const __m512i qb = _mm512_set1_epi32(w);
-                acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], qb, k0);
-                acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], qb, k1);
-                acc[r][2] = _mm512_dpbusd_epi32(acc[r][2], qb, k2);
-                acc[r][3] = _mm512_dpbusd_epi32(acc[r][3], qb, k3);
-            }
-        }
-#pragma GCC unroll 4
-        for (int c = 0; c < nc; c++) {
-            const __m512i cm = _mm512_loadu_si512(l->comp + c0 + 16 * c);
-#pragma GCC unroll 4
-            for (int r = 0; r < rb; r++)
-                _mm512_storeu_ps(l->s + r * l->t16 + c0 + 16 * c,
-                                 _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r][c], cm)), vsc));
-        }
-    }
-}
-
-/* The P.V accumulation of RB rows x 64 depths from d0, stored to tile[RB][64]. A function of its
- * own: inlined into context_rows, GCC 12 copied the 16 accumulators to other registers on every
- * step (32 moves per 16 vpdpbusd), which costs vpdpbusd slots where moves are not eliminated
- * (Ice Lake). */
-VNNI __attribute__((noinline)) static void context_acc(const layout *l, int64_t d, int64_t d0,
-                                                       const __mmask16 *m, int32_t *tile) {
+/* RB rows x 64 columns of int32 dot products, stored to tile[RB][64]: row r of the u8 operand
+ * starts at a + r * lda (4 bytes per group), group g of the s8 operand's 64 columns at b + g * ldb
+ * (4 columns of 16 lanes x 4 bytes; column block c is loaded under mask m[c], 0 = absent). Both
+ * Q.K^T and P.V run here. A function of its own: inlined into its callers, GCC 12 copied the 16
+ * accumulators to other registers on every step (32 moves per 16 vpdpbusd), which costs vpdpbusd
+ * slots where moves are not eliminated (Ice Lake). */
+VNNI __attribute__((noinline)) static void dot_4x64(const uint8_t *a, int64_t lda, const int8_t *b, int64_t ldb,
+                                                    int64_t groups, const __mmask16 *m, int32_t *tile) {
     __m512i acc[RB][4];
 #pragma GCC unroll 4
     for (int r = 0; r < RB; r++)
 #pragma GCC unroll 4
         for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_si512();
-    for (int64_t g = 0; g < l->t4 / 4; g++) {
-        const int8_t *vr = l->vp + (g * d + d0) * 4;
-        __m512i v0 = _mm512_maskz_loadu_epi32(m[0], vr), v1 = _mm512_maskz_loadu_epi32(m[1], vr + 64),
-                v2 = _mm512_maskz_loadu_epi32(m[2], vr + 128), v3 = _mm512_maskz_loadu_epi32(m[3], vr + 192);
+    for (int64_t g = 0; g < groups; g++) {
+        const int8_t *br = b + g * ldb;
+        __m512i v0 = _mm512_maskz_loadu_epi32(m[0], br), v1 = _mm512_maskz_loadu_epi32(m[1], br + 64),
+                v2 = _mm512_maskz_loadu_epi32(m[2], br + 128), v3 = _mm512_maskz_loadu_epi32(m[3], br + 192);
 #pragma GCC unroll 4
         for (int r = 0; r < RB; r++) {
             int32_t w;
-            memcpy(&w, l->pu + r * l->t4 + 4 * g, 4);
-            const __m512i pb = _mm512_set1_epi32(w);
-            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], pb, v0);
-            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], pb, v1);
-            acc[r][2] = _mm512_dpbusd_epi32(acc[r][2], pb, v2);
-            acc[r][3] = _mm512_dpbusd_epi32(acc[r][3], pb, v3);
+            memcpy(&w, a + r * lda + 4 * g, 4);
+            const __m512i ab = _mm512_set1_epi32(w);
+            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], ab, v0);
+            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], ab, v1);
+            acc[r][2] = _mm512_dpbusd_epi32(acc[r][2], ab, v2);
+            acc[r][3] = _mm512_dpbusd_epi32(acc[r][3], ab, v3);
         }
     }
 #pragma GCC unroll 4
     for (int r = 0; r < RB; r++)
 #pragma GCC unroll 4
         for (int c = 0; c < 4; c++) _mm512_storeu_si512(tile + r * 64 + 16 * c, acc[r][c]);
+}
+
+/* Scores of RB query rows (q_u8 rows of d bytes) against all keys, into l->s (stride t16). */
+VNNI static void scores_rows(const layout *l, const uint8_t *qu, int64_t d, float scale) {
+    const __m512 vsc = _mm512_set1_ps(scale);
+    int32_t tile[RB * 64] __attribute__((aligned(64)));
+    for (int64_t c0 = 0; c0 < l->t16; c0 += 64) {
+        const int nc = l->t16 - c0 >= 64 ? 4 : (int)((l->t16 - c0) / 16);
+        __mmask16 m[4];
+        for (int c = 0; c < 4; c++) m[c] = c < nc ? (__mmask16)0xFFFF : (__mmask16)0;
+        dot_4x64(qu, d, l->kp + c0 * 4, l->t16 * 4, d / 4, m, tile);
+#pragma GCC unroll 4
+        for (int c = 0; c < nc; c++) {
+            const __m512i cm = _mm512_loadu_si512(l->comp + c0 + 16 * c);
+#pragma GCC unroll 4
+            for (int r = 0; r < RB; r++)
+                _mm512_storeu_ps(l->s + r * l->t16 + c0 + 16 * c,
+                                 _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_load_si512(tile + r * 64 + 16 * c), cm)), vsc));
+        }
+    }
 }
 
 /* ctx of RB rows from their p_u8 rows (stride t4) and row scales. */
@@ -213,7 +198,7 @@ VNNI static void context_rows(const layout *l, int64_t d, const float *rs, const
     for (int64_t d0 = 0; d0 < d; d0 += 64) {
         __mmask16 m[4];
         for (int c = 0; c < 4; c++) m[c] = lanes_left(d - d0 - 16 * c);
-        context_acc(l, d, d0, m, tile);
+        dot_4x64(l->pu, l->t4, l->vp + d0 * 4, d * 4, l->t4 / 4, m, tile);
 #pragma GCC unroll 4
         for (int r = 0; r < rb; r++) {
             const __m512 vr = _mm512_set1_ps(rs[r]);
@@ -372,7 +357,7 @@ VNNI void b8_attention_s8__avx512vnni(const int8_t *q, const int8_t *k, const in
                                         _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, q + (i + r) * ld + k0), flip));
             }
         /* constant row counts, so that the accumulators stay in registers */
-        if (rb == RB) scores_rows(&l, l.qu, d, p->score_scale, RB);
+        if (rb == RB) scores_rows(&l, l.qu, d, p->score_scale);
         else
             for (int r = 0; r < rb; r++) scores_rows1(&l, l.qu + r * d, d, p->score_scale, l.s + r * l.t16);
         for (int r = 0; r < rb; r++) rs[r] = softmax_u8_vnni(l.s + r * l.t16, T, l.t4, mask, vs, l.pu + r * l.t4);
