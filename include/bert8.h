@@ -204,8 +204,11 @@ void bert8_session_get_profile(const bert8_session *s, double seconds[BERT8_OP_C
 typedef struct bert8_peaks {
     int threads;
     double fp32_gflops; /* FP32 fused multiply-add rate, all threads (0: no AVX2/AVX-512) */
-    double int8_gops;   /* INT8 dot-product rate (vpdpbusd), all threads (0: no AVX512-VNNI) */
+    double int8_gops;   /* INT8 ceiling, all threads: the AMX rate where AMX is allowed, else
+                           the vpdpbusd rate (0: neither) */
     double mem_gbps;    /* memory read bandwidth, all threads */
+    double int8_vnni_gops; /* vpdpbusd (AVX512-VNNI) rate, all threads (0: not allowed) */
+    double int8_amx_gops;  /* AMX tdpbssd rate, all threads (0: not allowed) */
 } bert8_peaks;
 
 /* Measures the ceilings with short loops (about a second) on `threads` threads (<= 0: the

@@ -143,7 +143,10 @@ static void check_extremes(int64_t K) {
             bool float_exact_only = strcmp(name, "onednn") == 0 && abs(want) > (1 << 24);
             int wrong = 0;
             for (int64_t j = 0; j < M * N; j++)
-                wrong += float_exact_only ? C[j] != (int32_t)(float)want : C[j] != want;
+                /* (with AMX, oneDNN gives the exact sum for some blocks and the fp32-rounded one
+                 * for others) */
+                wrong += float_exact_only ? C[j] != (int32_t)(float)want && C[j] != want
+                                          : C[j] != want;
             CHECKF(wrong == 0, "%s K=%lld: A=%d W=%d: %d wrong (C[0]=%d, want %d)", name,
                    (long long)K, vals[v][0], vals[v][1], wrong, C[0], want);
             if (float_exact_only && C[0] != want && v == LEN(vals) - 1)

@@ -1,5 +1,6 @@
-/* peak.c: the machine's ceilings for a roofline: the FP32 FMA rate, the INT8 dot-product rate
- * (vpdpbusd) and the memory read bandwidth, measured with short loops on the OpenMP pool. The
+/* peak.c: the machine's ceilings for a roofline: the FP32 FMA rate, the INT8 dot-product rates
+ * (vpdpbusd, and AMX tdpbssd where the CPU and BERT8_MAX_ISA allow it) and the memory read
+ * bandwidth, measured with short loops on the OpenMP pool. The
  * loops run many independent accumulator chains, so they measure throughput, not latency. */
 #include <immintrin.h>
 #include <omp.h>
@@ -65,6 +66,35 @@ __attribute__((target("avx512f,avx512vnni"), noinline)) static double vnni_avx51
     return _mm512_reduce_add_epi32(s);
 }
 
+/* AMX: twelve tdpbssd per iteration into four accumulator tiles (16 x 16 int32, each product
+ * 16 x 16 x 64 multiply-adds), sources tmm4-7 zero; the tile state is released at the end. */
+typedef struct amx_config {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amx_config;
+
+#define B8_TDP4 "tdpbssd %%tmm4, %%tmm5, %%tmm0\n\ttdpbssd %%tmm4, %%tmm6, %%tmm1\n\t" \
+                "tdpbssd %%tmm5, %%tmm7, %%tmm2\n\ttdpbssd %%tmm6, %%tmm7, %%tmm3\n\t"
+
+__attribute__((target("amx-tile,amx-int8"), noinline)) static double amx_int8(int64_t iters) {
+    amx_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int t = 0; t < 8; t++) {
+        cfg.colsb[t] = 64;
+        cfg.rows[t] = 16;
+    }
+    __asm__ volatile("ldtilecfg %0" ::"m"(cfg));
+    __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\ttilezero %%tmm3\n\t"
+                     "tilezero %%tmm4\n\ttilezero %%tmm5\n\ttilezero %%tmm6\n\ttilezero %%tmm7" ::);
+    for (int64_t it = 0; it < iters; it++) __asm__ volatile(B8_TDP4 B8_TDP4 B8_TDP4 ::);
+    int32_t out[16 * 16];
+    __asm__ volatile("tilestored %%tmm0, (%0,%1,1)" ::"r"(out), "r"((long)64) : "memory");
+    __asm__ volatile("tilerelease" ::);
+    return out[0];
+}
+
 /* Rate in operations per second of `per_iter` operations a loop iteration, over `threads`. */
 static double rate(double (*loop)(int64_t), double per_iter, int threads) {
     const int64_t iters = 20000000 / CHAINS;
@@ -108,7 +138,11 @@ bert8_status bert8_measure_peaks(int threads, bert8_peaks *out) {
     if (b8_cpu_allows(B8_ISA_AVX512)) out->fp32_gflops = rate(fma_avx512, 32, threads) / 1e9;
     else if (b8_cpu_allows(B8_ISA_AVX2)) out->fp32_gflops = rate(fma_avx2, 16, threads) / 1e9;
     /* one vpdpbusd: 16 lanes x 4 u8 x s8 products, each a multiply and an add */
-    if (b8_cpu_allows(B8_ISA_AVX512_VNNI)) out->int8_gops = rate(vnni_avx512, 128, threads) / 1e9;
+    if (b8_cpu_allows(B8_ISA_AVX512_VNNI))
+        out->int8_vnni_gops = rate(vnni_avx512, 128, threads) / 1e9;
+    /* one tdpbssd: 16 x 16 x 64 products */
+    if (b8_cpu_allows(B8_ISA_AMX)) out->int8_amx_gops = rate(amx_int8, 32768, threads) / 1e9;
+    out->int8_gops = out->int8_amx_gops > 0 ? out->int8_amx_gops : out->int8_vnni_gops;
     out->mem_gbps = mem_read(threads) / 1e9;
     return BERT8_OK;
 }

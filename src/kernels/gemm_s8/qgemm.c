@@ -11,6 +11,10 @@
 
 /* Best first: the first entry this CPU allows (and that may be auto-selected) wins. */
 static const b8_qkernel kernels[] = {
+    {.name = "qs8_gemm_32x32c4__amx",
+     .isa = B8_ISA_AMX,
+     .auto_select = 1,
+     .blis = &b8_qblis_32x32c4__amx},
     {.name = "qs8_gemm_8x32c4__avx512vnni",
      .isa = B8_ISA_AVX512_VNNI,
      .auto_select = 1,
@@ -32,6 +36,10 @@ static const b8_qkernel kernels[] = {
      .isa = B8_ISA_SCALAR,
      .auto_select = 1,
      .blis = &b8_qblis_8x32c4__scalar},
+    {.name = "qs8_gemm_32x32c4__scalar",
+     .isa = B8_ISA_SCALAR,
+     .auto_select = 0,
+     .blis = &b8_qblis_32x32c4__scalar},
     {.name = "qs8_gemm_6x16c2__scalar",
      .isa = B8_ISA_SCALAR,
      .auto_select = 0,
@@ -56,6 +64,9 @@ typedef struct b8_qblocking {
 } b8_qblocking;
 
 static const b8_qblocking blocking[] = {
+    /* AMX: K in one pass (the 32-row A panel, 32 x 4096 = 128 KiB at most, streams from L2). */
+    {&b8_qblis_32x32c4__amx, B8_AMX_MR, B8_AMX_NR, 65536, 128, 1024 * 1024},
+    {&b8_qblis_32x32c4__scalar, B8_AMX_MR, B8_AMX_NR, 65536, 128, 1024 * 1024},
     {&b8_qblis_8x32c4__avx512vnni, B8_VNNI_MR, B8_VNNI_NR, 4096, 96, 512 * 1024},
     {&b8_qblis_8x32c4__scalar, B8_VNNI_MR, B8_VNNI_NR, 4096, 96, 512 * 1024},
     {&b8_qblis_6x16c2__avx2, B8_AVX2_MR, B8_AVX2_NR, 2048, 96, 384 * 1024},
@@ -85,7 +96,7 @@ static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 static bert8_status pack_blis(b8_qweight *w, const int8_t *src, const b8_qblis *b, b8_err *e) {
     int64_t N = w->N, K = w->K, nr = b->nr, kq = b->kq;
     w->Np = round_up(N, nr);
-    w->Kp = round_up(K, kq);
+    w->Kp = round_up(K, b->kalign > kq ? b->kalign : kq);
     size_t bytes;
     if (!b8_mul_ok((size_t)w->Np, (size_t)w->Kp, &bytes))
         return b8_fail(e, BERT8_ERR_TOO_LARGE, "packed weights %lld x %lld overflow size_t",
@@ -273,6 +284,7 @@ static void run_unit(const run_plan *p, int64_t mi, int64_t ni, int32_t *scratch
     int64_t m0 = mi * p->mc, m1 = m0 + p->mc < p->M ? m0 + p->mc : p->M;
     int64_t n0 = ni * p->nc, n1 = n0 + p->nc < w->Np ? n0 + p->nc : w->Np;
     int32_t *tile = scratch, *cbuf = scratch + mr * nr;
+    if (b->unit_begin) b->unit_begin();
     for (int64_t pc = 0; pc < p->npc; pc++) {
         int64_t k0 = pc * p->kc;
         int64_t kcur = w->Kp - k0 < p->kc ? w->Kp - k0 : p->kc;
@@ -299,6 +311,7 @@ static void run_unit(const run_plan *p, int64_t mi, int64_t ni, int32_t *scratch
             }
         }
     }
+    if (b->unit_end) b->unit_end();
 }
 
 /* Work below this many multiply-adds runs on one thread: a fork/join costs more. */
@@ -319,6 +332,9 @@ static bert8_status run_blis(const int8_t *A, int64_t lda, int64_t M, const b8_q
     p.npc = (w->Kp + bl->kc_max - 1) / bl->kc_max;
     p.kc = round_up((w->Kp + p.npc - 1) / p.npc, kq);
     p.npc = (w->Kp + p.kc - 1) / p.kc;
+    if (b->kalign > kq && p.npc != 1)
+        return b8_fail(e, BERT8_ERR_INTERNAL, "kernel %s must run K=%lld in one pass",
+                       w->kernel->name, (long long)w->K);
 
     int nt = omp_get_max_threads();
     if ((double)M * (double)w->N * (double)w->K < (double)B8_QGEMM_SERIAL_MACS) nt = 1;

@@ -12,7 +12,11 @@
 #define B8_VNNI_NR 32
 #define B8_AVX2_MR 6
 #define B8_AVX2_NR 16
-#define B8_MAX_MR 8
+/* AMX: a 32 x 32 block of C in four 16 x 16 tiles; k padded to whole 64-byte tile rows. */
+#define B8_AMX_MR 32
+#define B8_AMX_NR 32
+#define B8_AMX_KALIGN 64
+#define B8_MAX_MR 32
 #define B8_MAX_NR 32
 
 /* A micro-kernel: the rows x NR tile of C for kgroups groups of kq values of k, from a
@@ -39,12 +43,18 @@ typedef void (*b8_qstore_fn)(const int32_t *acc, size_t ld_acc, int rows, int co
 
 typedef struct b8_qblis {
     int mr, nr, kq;     /* tile rows, tile columns, k values per group */
+    int kalign;         /* K padded to this multiple in packed W and A (0: kq); a kernel with
+                           kalign > kq runs K in one pass (its A panel is not split in k) */
     int a_bytes;        /* bytes per packed A element (1: u8, 2: int16) */
     int shift128;       /* A fed as A + 128 (u8); comp[n] = 128 * sum_k W[n][k] subtracted */
     b8_qpack_a pack_a;
     b8_qukernel ukr[B8_MAX_MR + 1]; /* ukr[r]: r rows, 1 <= r <= mr */
     b8_qepilogue_fn (*pick_epilogue)(const b8_qepilogue *ep); /* chosen once per call */
     b8_qstore_fn store_s32;
+    /* Called by each thread around its units of work (NULL: nothing); AMX loads and
+     * releases its tile configuration here. */
+    void (*unit_begin)(void);
+    void (*unit_end)(void);
 } b8_qblis;
 
 struct b8_qweight {
@@ -76,6 +86,13 @@ extern const b8_qblis b8_qblis_8x32c4__avx512vnni;
 extern const b8_qblis b8_qblis_8x32c4__scalar;
 extern const b8_qblis b8_qblis_6x16c2__avx2;
 extern const b8_qblis b8_qblis_6x16c2__scalar;
+extern const b8_qblis b8_qblis_32x32c4__amx;
+extern const b8_qblis b8_qblis_32x32c4__scalar;
+
+/* The A packer of the 32x32c4 kernels (AMX and its twin): 32 rows x round_up(kc, 64) bytes,
+ * row-major, rows >= `rows` and k >= kc zero. Plain C: it is a copy. */
+void b8_qpack_a_32rows__scalar(const int8_t *A, int64_t lda, int rows, int64_t k0, int64_t kc,
+                               void *dst);
 
 /* Scalar epilogue and raw store, shared by the scalar kernels and the oracle. */
 void b8_qepilogue__scalar(const int32_t *acc, size_t ld_acc, int rows, int cols, int64_t m0,

@@ -1,5 +1,6 @@
 /* qgemm_scalar.c: the scalar INT8 GEMM pieces: the oracle (plain loops on unpacked weights),
- * the scalar twins of the VNNI (8x32c4) and AVX2 (6x16c2) micro-kernels and packers, and the
+ * the scalar twins of the VNNI (8x32c4), AMX (32x32c4) and AVX2 (6x16c2) micro-kernels and
+ * packers, and the
  * scalar epilogue every SIMD epilogue must match bit for bit. */
 #include "kernels/gemm_s8/qgemm_impl.h"
 
@@ -103,6 +104,61 @@ const b8_qblis b8_qblis_8x32c4__scalar = {
     .ukr = {NULL, qs8_gemm_1x32c4__scalar, qs8_gemm_2x32c4__scalar, qs8_gemm_3x32c4__scalar,
             qs8_gemm_4x32c4__scalar, qs8_gemm_5x32c4__scalar, qs8_gemm_6x32c4__scalar,
             qs8_gemm_7x32c4__scalar, qs8_gemm_8x32c4__scalar},
+    .pick_epilogue = b8_qpick_epilogue__scalar,
+    .store_s32 = b8_qstore_s32__scalar,
+};
+
+/* ---- 32x32c4: twin of the AMX kernel (s8 A times s8 W, 16 x 16 tiles, 64 k per tile) ---- */
+
+void b8_qpack_a_32rows__scalar(const int8_t *A, int64_t lda, int rows, int64_t k0, int64_t kc,
+                               void *dst) {
+    int8_t *d = dst;
+    int64_t kp = (kc + B8_AMX_KALIGN - 1) / B8_AMX_KALIGN * B8_AMX_KALIGN;
+    for (int r = 0; r < B8_AMX_MR; r++) {
+        if (r < rows) {
+            memcpy(d + r * kp, A + r * lda + k0, (size_t)kc);
+            memset(d + r * kp + kc, 0, (size_t)(kp - kc));
+        } else {
+            memset(d + r * kp, 0, (size_t)kp);
+        }
+    }
+}
+
+/* Like the AMX kernel, it writes whole rows of tiles: 16 rows, or 32 when rows > 16. */
+static inline void ukr_32x32(int tile_rows, size_t kgroups, const int8_t *a, const int8_t *w,
+                             int32_t *c, size_t ldc, int accumulate) {
+    const size_t kp = kgroups * 4;
+    for (int i = 0; i < tile_rows; i++)
+        for (int j = 0; j < B8_AMX_NR; j++) {
+            int32_t s = accumulate ? c[i * ldc + j] : 0;
+            for (size_t k = 0; k < kp; k++)
+                s += (int32_t)a[i * kp + k] * (int32_t)w[((k / 4) * B8_AMX_NR + j) * 4 + k % 4];
+            c[i * ldc + j] = s;
+        }
+}
+
+static void qs8_gemm_16x32c4__scalar(size_t kg, const void *a, const int8_t *w, int32_t *c,
+                                     size_t ldc, int accumulate) {
+    ukr_32x32(16, kg, a, w, c, ldc, accumulate);
+}
+
+static void qs8_gemm_32x32c4__scalar(size_t kg, const void *a, const int8_t *w, int32_t *c,
+                                     size_t ldc, int accumulate) {
+    ukr_32x32(32, kg, a, w, c, ldc, accumulate);
+}
+
+#define S16 qs8_gemm_16x32c4__scalar
+#define S32 qs8_gemm_32x32c4__scalar
+const b8_qblis b8_qblis_32x32c4__scalar = {
+    .mr = B8_AMX_MR,
+    .nr = B8_AMX_NR,
+    .kq = 4,
+    .kalign = B8_AMX_KALIGN,
+    .a_bytes = 1,
+    .shift128 = 0,
+    .pack_a = b8_qpack_a_32rows__scalar,
+    .ukr = {NULL, S16, S16, S16, S16, S16, S16, S16, S16, S16, S16, S16, S16, S16, S16, S16, S16,
+            S32, S32, S32, S32, S32, S32, S32, S32, S32, S32, S32, S32, S32, S32, S32, S32},
     .pick_epilogue = b8_qpick_epilogue__scalar,
     .store_s32 = b8_qstore_s32__scalar,
 };

@@ -1,0 +1,132 @@
+/* qgemm_amx.c: the AMX INT8 GEMM, qs8_gemm_32x32c4__amx: tdpbssd (s8 A x s8 W, exact int32,
+ * no +128 shift) on a 32 x 32 block of C held in four 16 x 16 int32 tiles.
+ *
+ * Layouts (shared with the scalar twin qs8_gemm_32x32c4__scalar in qgemm_scalar.c):
+ *   W: the common packed layout [Np/32][Kp/4][32][4] with Kp a multiple of 64, so one B tile
+ *      (16 groups of 4 k x 16 columns) is 16 rows of 64 bytes at a stride of 128 bytes;
+ *   A: one micro-panel is 32 rows x Kp bytes, row-major, zero-padded in k and in rows, so one
+ *      A tile (16 rows x 64 k) is 16 rows of 64 bytes at a stride of Kp bytes.
+ * The tile configuration is loaded once per unit of work (b8_qblis.unit_begin) and released at
+ * its end, so no other code on the thread ever sees this kernel's tiles. The epilogue is the
+ * AVX-512 one, applied to the stored 32 x 32 block. */
+#include "kernels/gemm_s8/qgemm_impl.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#define MR B8_AMX_MR
+#define NR B8_AMX_NR
+
+#define B8_TAMX __attribute__((target("amx-tile,amx-int8,avx512f")))
+
+/* The 64-byte LDTILECFG operand (palette 1). */
+typedef struct tile_config {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tile_config;
+
+/* tmm0-3: C (16 x 16 int32); tmm4-5: A (16 x 64 s8); tmm6-7: B (16 groups x 16 cols x 4). */
+static B8_TAMX void unit_begin(void) {
+    tile_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int t = 0; t < 8; t++) {
+        cfg.colsb[t] = 64;
+        cfg.rows[t] = 16;
+    }
+    __asm__ volatile("" ::: "memory");
+    _tile_loadconfig(&cfg);
+}
+
+static B8_TAMX void unit_end(void) { _tile_release(); }
+
+/* The GCC tile intrinsics are asm statements without a memory clobber; these barriers keep
+ * the compiler from moving plain loads and stores across them. */
+#define MEM_BARRIER() __asm__ volatile("" ::: "memory")
+
+/* rows <= 16: one row of tiles (C tmm0, tmm1). */
+static B8_TAMX void qs8_gemm_16x32c4__amx(size_t kg, const void *a, const int8_t *w, int32_t *c,
+                                         size_t ldc, int accumulate) {
+    const size_t kp = kg * 4, ldb = (size_t)ldc * 4;
+    const uint8_t *ap = a;
+    MEM_BARRIER();
+    if (accumulate) {
+        _tile_loadd(0, c, ldb);
+        _tile_loadd(1, c + 16, ldb);
+    } else {
+        _tile_zero(0);
+        _tile_zero(1);
+    }
+    for (size_t b = 0; b < kg / 16; b++) {
+        _tile_loadd(4, ap + 64 * b, kp);
+        _tile_loadd(6, w + 2048 * b, 128);
+        _tile_loadd(7, w + 2048 * b + 64, 128);
+        _tile_dpbssd(0, 4, 6);
+        _tile_dpbssd(1, 4, 7);
+    }
+    _tile_stored(0, c, ldb);
+    _tile_stored(1, c + 16, ldb);
+    MEM_BARRIER();
+}
+
+/* 16 < rows <= 32: two rows of tiles (C tmm0-3). */
+static B8_TAMX void qs8_gemm_32x32c4__amx(size_t kg, const void *a, const int8_t *w, int32_t *c,
+                                         size_t ldc, int accumulate) {
+    const size_t kp = kg * 4, ldb = (size_t)ldc * 4;
+    const uint8_t *ap = a;
+    MEM_BARRIER();
+    if (accumulate) {
+        _tile_loadd(0, c, ldb);
+        _tile_loadd(1, c + 16, ldb);
+        _tile_loadd(2, c + 16 * ldc, ldb);
+        _tile_loadd(3, c + 16 * ldc + 16, ldb);
+    } else {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+    }
+    for (size_t b = 0; b < kg / 16; b++) {
+        _tile_loadd(4, ap + 64 * b, kp);
+        _tile_loadd(6, w + 2048 * b, 128);
+        _tile_loadd(7, w + 2048 * b + 64, 128);
+        _tile_loadd(5, ap + 16 * kp + 64 * b, kp);
+        _tile_dpbssd(0, 4, 6);
+        _tile_dpbssd(1, 4, 7);
+        _tile_dpbssd(2, 5, 6);
+        _tile_dpbssd(3, 5, 7);
+    }
+    _tile_stored(0, c, ldb);
+    _tile_stored(1, c + 16, ldb);
+    _tile_stored(2, c + 16 * ldc, ldb);
+    _tile_stored(3, c + 16 * ldc + 16, ldb);
+    MEM_BARRIER();
+}
+
+static b8_qepilogue_fn pick_epilogue(const b8_qepilogue *ep) {
+    return b8_qblis_8x32c4__avx512vnni.pick_epilogue(ep);
+}
+
+static void store_s32(const int32_t *acc, size_t ld_acc, int rows, int cols, const int32_t *comp,
+                      int32_t *C, int64_t ldc) {
+    b8_qblis_8x32c4__avx512vnni.store_s32(acc, ld_acc, rows, cols, comp, C, ldc);
+}
+
+#define U16 qs8_gemm_16x32c4__amx
+#define U32 qs8_gemm_32x32c4__amx
+const b8_qblis b8_qblis_32x32c4__amx = {
+    .mr = MR,
+    .nr = NR,
+    .kq = 4,
+    .kalign = B8_AMX_KALIGN,
+    .a_bytes = 1,
+    .shift128 = 0,
+    .pack_a = b8_qpack_a_32rows__scalar,
+    .ukr = {NULL, U16, U16, U16, U16, U16, U16, U16, U16, U16, U16, U16, U16, U16, U16, U16, U16,
+            U32, U32, U32, U32, U32, U32, U32, U32, U32, U32, U32, U32, U32, U32, U32, U32},
+    .pick_epilogue = pick_epilogue,
+    .store_s32 = store_s32,
+    .unit_begin = unit_begin,
+    .unit_end = unit_end,
+};
