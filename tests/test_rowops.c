@@ -148,12 +148,12 @@ TEST(attention_twins_bit_exact_and_correct) {
         }
 }
 
-/* INT8 attention: the VNNI kernel against its scalar twin bit for bit (fp32 and int8 outputs),
+/* INT8 attention: the AMX and VNNI kernels against their scalar twin bit for bit (fp32 and int8 outputs),
  * and the scalar twin against double-precision attention on the dequantized Q, K, V. */
 TEST(int8_attention_twins_bit_exact_and_close_to_fp32) {
     static const int64_t TS[] = {1, 3, 5, 16, 17, 64, 130};
-    static const int64_t DS[] = {4, 16, 20, 32, 64, 80};
-    const bool vnni = b8_cpu_allows(B8_ISA_AVX512_VNNI);
+    static const int64_t DS[] = {4, 16, 20, 32, 64, 80, 128};
+    const bool vnni = b8_cpu_allows(B8_ISA_AVX512_VNNI), amx = b8_cpu_allows(B8_ISA_AMX);
     for (size_t ti = 0; ti < sizeof TS / sizeof *TS; ti++)
         for (size_t di = 0; di < sizeof DS / sizeof *DS; di++) {
             const int64_t T = TS[ti], d = DS[di], ld = 3 * d + 5, ldo = d + 3;
@@ -183,6 +183,16 @@ TEST(int8_attention_twins_bit_exact_and_close_to_fp32) {
                                                 ldo, scr);
                     CHECKF(!memcmp(c1, c2, sizeof(float) * (size_t)(T * ldo)) && !memcmp(o1, o2, (size_t)(T * ldo)),
                            "T=%lld d=%lld mode=%d", (long long)T, (long long)d, mode);
+                }
+                if (amx) { /* d a multiple of 64 on tiles, other d through its VNNI fallback */
+                    memset(c2, 0, sizeof(float) * (size_t)(T * ldo));
+                    memset(o2, 0, (size_t)(T * ldo));
+                    b8_attention_s8__amx(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mk, (b8_mask_mode)mode, c2, NULL, ldo,
+                                         scr);
+                    b8_attention_s8__amx(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mk, (b8_mask_mode)mode, NULL, o2, ldo,
+                                         scr);
+                    CHECKF(!memcmp(c1, c2, sizeof(float) * (size_t)(T * ldo)) && !memcmp(o1, o2, (size_t)(T * ldo)),
+                           "amx: T=%lld d=%lld mode=%d", (long long)T, (long long)d, mode);
                 }
                 double worst = 0;
                 for (int64_t i = 0; i < T; i++) {

@@ -45,6 +45,10 @@ void b8_attention_s8__scalar(const int8_t *q, const int8_t *k, const int8_t *v, 
 void b8_attention_s8__avx512vnni(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_t d,
                                  const b8_attn_s8_params *p, const int32_t *mask, b8_mask_mode mode, float *ctx,
                                  int8_t *ctxq, int64_t ldo, void *scratch);
+/* AMX: d a multiple of 64 (other d run the VNNI kernel). */
+void b8_attention_s8__amx(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_t d,
+                          const b8_attn_s8_params *p, const int32_t *mask, b8_mask_mode mode, float *ctx, int8_t *ctxq,
+                          int64_t ldo, void *scratch);
 b8_attention_s8_fn b8_attention_s8_best(void);
 
 #endif

@@ -1,5 +1,5 @@
-/* attention_s8.c: INT8 attention for one (sequence, head), an AVX512-VNNI kernel and its
- * bit-identical scalar twin.
+/* attention_s8.c: INT8 attention for one (sequence, head): an AMX kernel, an AVX512-VNNI kernel
+ * and their bit-identical scalar twin.
  *
  *   scores[i][j] = ((q_i + 128) . k_j - 128 sum_k k_j[k]) * score_scale   int8 x int8 -> int32 (vpdpbusd)
  *   e[i][j]      = exp(scores[i][j] - max_j scores[i][j]), 0 for masked keys     (vmath.h's exp)
@@ -32,9 +32,15 @@ static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 /* scratch: Kp [d][T16] bytes, comp [T16] int32, Vp [T4][d] bytes, scores [RB][T16] floats,
  * p_u8 [RB][T4] bytes, q_u8 [RB][d] bytes */
+#define RBA 16 /* query rows per block of the AMX kernel: one tile's rows */
+
+static size_t amx_scratch_bytes(int64_t T, int64_t d);
+
 size_t b8_attention_s8_scratch_bytes(int64_t T, int64_t d) {
     const int64_t t16 = round_up(T, 16), t4 = round_up(T, 4);
-    return (size_t)(d * t16 + 4 * t16 + t4 * d + 4 * RB * t16 + RB * t4 + RB * d + 256);
+    const size_t vnni = (size_t)(d * t16 + 4 * t16 + t4 * d + 4 * RB * t16 + RB * t4 + RB * d + 256);
+    const size_t amx = amx_scratch_bytes(T, d);
+    return vnni > amx ? vnni : amx;
 }
 
 typedef struct layout {
@@ -369,10 +375,170 @@ VNNI void b8_attention_s8__avx512vnni(const int8_t *q, const int8_t *k, const in
     }
 }
 
+/* ---- AMX: Q.K^T and P.V on tiles (d a multiple of 64; other d run the VNNI kernel) ----
+ *
+ * Blocks of 16 query rows. Scores: tdpbssd of the Q rows (s8, one 16 x 64 tile per 64 depths,
+ * read in place) against K packed as for the VNNI kernel ([d/4][t16][4] is the tile B layout),
+ * exact int32 q.k = (q + 128).k - comp, so the same floats as the twins. Context: tdpbusd of the
+ * p_u8 rows (keys padded with zeros to a multiple of 64) against V packed [t64/4][d][4]. The
+ * softmax and the output rounding are the VNNI kernel's, so all three agree bit for bit. */
+
+#define AMXT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,amx-tile,amx-int8")))
+
+/* scratch: the VNNI layout with t4 = t64 and RBA rows, plus q rows of a tail block [RBA][d]
+ * and the int32 results: scores [RBA][t16], context [RBA][d]. */
+static size_t amx_scratch_bytes(int64_t T, int64_t d) {
+    const int64_t t16 = round_up(T, 16), t64 = round_up(T, 64);
+    return (size_t)(4 * RBA * t16 + 4 * t16 + d * t16 + t64 * d + RBA * t64 + RBA * d + 4 * RBA * t16 +
+                    4 * RBA * d + 8 * 64);
+}
+
+typedef struct amx_layout {
+    layout l; /* t4 holds t64 here */
+    int32_t *sc, *cx;
+} amx_layout;
+
+static amx_layout carve_amx(void *scratch, int64_t T, int64_t d) {
+    amx_layout a;
+    uint8_t *p = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    a.l.t16 = round_up(T, 16);
+    a.l.t4 = round_up(T, 64);
+#define TAKE(ptr, type, bytes) (ptr = (type *)p, p += round_up((int64_t)(bytes), 64))
+    TAKE(a.l.s, float, 4 * RBA * a.l.t16);
+    TAKE(a.l.comp, int32_t, 4 * a.l.t16);
+    TAKE(a.l.kp, int8_t, d * a.l.t16);
+    TAKE(a.l.vp, int8_t, a.l.t4 * d);
+    TAKE(a.l.pu, uint8_t, RBA * a.l.t4);
+    TAKE(a.l.qu, uint8_t, RBA * d);
+    TAKE(a.sc, int32_t, 4 * RBA * a.l.t16);
+    TAKE(a.cx, int32_t, 4 * RBA * d);
+#undef TAKE
+    return a;
+}
+
+typedef struct amx_tilecfg {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amx_tilecfg;
+
+/* The GCC tile intrinsics are asm statements without a memory clobber. */
+#define AMX_BARRIER() __asm__ volatile("" ::: "memory")
+
+/* int32 scores of 16 query rows (q, row stride ldq) against all t16 keys into sc [16][t16]. */
+AMXT static void scores_amx(const int8_t *q, int64_t ldq, int64_t d, const layout *l, int32_t *sc) {
+    const int64_t ldk = l->t16 * 4, lds = l->t16 * 4;
+    AMX_BARRIER();
+    int64_t j0 = 0;
+    for (; j0 + 32 <= l->t16; j0 += 32) {
+        _tile_zero(0);
+        _tile_zero(1);
+        for (int64_t k0 = 0; k0 < d; k0 += 64) {
+            _tile_loadd(4, q + k0, ldq);
+            _tile_loadd(6, l->kp + ((k0 / 4) * l->t16 + j0) * 4, ldk);
+            _tile_loadd(7, l->kp + ((k0 / 4) * l->t16 + j0 + 16) * 4, ldk);
+            _tile_dpbssd(0, 4, 6);
+            _tile_dpbssd(1, 4, 7);
+        }
+        _tile_stored(0, sc + j0, lds);
+        _tile_stored(1, sc + j0 + 16, lds);
+    }
+    if (j0 < l->t16) {
+        _tile_zero(0);
+        for (int64_t k0 = 0; k0 < d; k0 += 64) {
+            _tile_loadd(4, q + k0, ldq);
+            _tile_loadd(6, l->kp + ((k0 / 4) * l->t16 + j0) * 4, ldk);
+            _tile_dpbssd(0, 4, 6);
+        }
+        _tile_stored(0, sc + j0, lds);
+    }
+    AMX_BARRIER();
+}
+
+/* int32 context of 16 rows of p_u8 (stride t64) against V [t64/4][d][4] into cx [16][d]. */
+AMXT static void context_amx(const layout *l, int64_t d, int32_t *cx) {
+    const int64_t ldv = d * 4, ldc = d * 4;
+    AMX_BARRIER();
+    for (int64_t d0 = 0; d0 < d; d0 += 32) {
+        _tile_zero(0);
+        _tile_zero(1);
+        for (int64_t j0 = 0; j0 < l->t4; j0 += 64) {
+            _tile_loadd(4, l->pu + j0, l->t4);
+            _tile_loadd(6, l->vp + ((j0 / 4) * d + d0) * 4, ldv);
+            _tile_loadd(7, l->vp + ((j0 / 4) * d + d0 + 16) * 4, ldv);
+            _tile_dpbusd(0, 4, 6);
+            _tile_dpbusd(1, 4, 7);
+        }
+        _tile_stored(0, cx + d0, ldc);
+        _tile_stored(1, cx + d0 + 16, ldc);
+    }
+    AMX_BARRIER();
+}
+
+AMXT void b8_attention_s8__amx(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_t d,
+                               const b8_attn_s8_params *p, const int32_t *mask, b8_mask_mode mode, float *ctx,
+                               int8_t *ctxq, int64_t ldo, void *scratch) {
+    if (d % 64 != 0) {
+        b8_attention_s8__avx512vnni(q, k, v, ld, T, d, p, mask, mode, ctx, ctxq, ldo, scratch);
+        return;
+    }
+    amx_layout a = carve_amx(scratch, T, d);
+    const layout *l = &a.l;
+    pack_vnni(k, v, ld, T, d, l); /* V rows up to t4 = t64, zero past T */
+    amx_tilecfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int t = 0; t < 8; t++) {
+        cfg.colsb[t] = 64;
+        cfg.rows[t] = 16;
+    }
+    AMX_BARRIER();
+    _tile_loadconfig(&cfg);
+    const float vs = p->v_scale / 255.0f;
+    const __m512 vsc = _mm512_set1_ps(p->score_scale);
+    float rs[RBA];
+    for (int64_t i = 0; i < T; i += RBA) {
+        const int rb = T - i >= RBA ? RBA : (int)(T - i);
+        const int8_t *qb = q + i * ld;
+        int64_t ldq = ld;
+        if (rb < RBA) { /* a tail block: its rows copied, the rest zero, so no tile reads past T */
+            memset(l->qu, 0, (size_t)(RBA * d));
+            for (int r = 0; r < rb; r++) memcpy(l->qu + r * d, q + (i + r) * ld, (size_t)d);
+            qb = (const int8_t *)l->qu;
+            ldq = d;
+        }
+        scores_amx(qb, ldq, d, l, a.sc);
+        for (int r = 0; r < rb; r++) {
+            float *srow = l->s + r * l->t16;
+            for (int64_t j = 0; j < l->t16; j += 16)
+                _mm512_storeu_ps(srow + j, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(a.sc + r * l->t16 + j)), vsc));
+            rs[r] = softmax_u8_vnni(srow, T, l->t4, mask, vs, l->pu + r * l->t4);
+        }
+        if (rb < RBA) memset(l->pu + rb * l->t4, 0, (size_t)((RBA - rb) * l->t4));
+        context_amx(l, d, a.cx);
+        for (int r = 0; r < rb; r++) {
+            const __m512 vr = _mm512_set1_ps(rs[r]);
+            for (int64_t d0 = 0; d0 < d; d0 += 16) {
+                const __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(a.cx + r * d + d0)), vr);
+                if (ctxq) {
+                    __m512 z = _mm512_mul_ps(y, _mm512_loadu_ps(p->out_mul + d0));
+                    z = _mm512_min_ps(_mm512_max_ps(z, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
+                    _mm_storeu_si128((__m128i *)(ctxq + (i + r) * ldo + d0), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(z)));
+                } else {
+                    const __m512 yc = p->ch_mul ? _mm512_mul_ps(y, _mm512_loadu_ps(p->ch_mul + d0)) : y;
+                    _mm512_storeu_ps(ctx + (i + r) * ldo + d0, yc);
+                }
+            }
+        }
+    }
+    _tile_release();
+}
+
 static const b8_impl attention_s8_impls[] = {
+    {"attention_s8__amx", B8_ISA_AMX, (b8_fnptr)b8_attention_s8__amx},
     {"attention_s8__avx512vnni", B8_ISA_AVX512_VNNI, (b8_fnptr)b8_attention_s8__avx512vnni},
     {"attention_s8__scalar", B8_ISA_SCALAR, (b8_fnptr)b8_attention_s8__scalar},
 };
-b8_op_table b8_op_attention_s8 = {"attention_s8", attention_s8_impls, 2, -1};
+b8_op_table b8_op_attention_s8 = {"attention_s8", attention_s8_impls, 3, -1};
 
 b8_attention_s8_fn b8_attention_s8_best(void) { return (b8_attention_s8_fn)b8_dispatch(&b8_op_attention_s8)->fn; }
