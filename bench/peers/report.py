@@ -192,8 +192,13 @@ def write(res, json_path):
             L.append(f"{i}. {n}")
     pk = res["peaks"]
     L.append("\n## Roofline\n")
-    L.append(f"Peaks per core: FP32 FMA {pk['fp32_gflops_per_core']:g} GFLOP/s, INT8 vpdpbusd "
-             f"{pk['int8_gops_per_core']:g} GOP/s; source: {pk['source']}. Ceiling in seq/s = peak x "
+    raw = pk.get("raw", {}).get("peaks", {})
+    amx = raw.get("int8_amx_gops", 0) > 0
+    int8_name = "AMX tdpbssd" if amx else "vpdpbusd"
+    vnni_note = (f" (vpdpbusd {raw['int8_vnni_gops'] / raw['threads']:g} GOP/s per core)"
+                 if amx and raw.get("threads") else "")
+    L.append(f"Peaks per core: FP32 FMA {pk['fp32_gflops_per_core']:g} GFLOP/s, INT8 {int8_name} "
+             f"{pk['int8_gops_per_core']:g} GOP/s{vnni_note}; source: {pk['source']}. Ceiling in seq/s = peak x "
              f"{st['threads']} thread(s) / GOP per sequence, GOP per sequence = layers x (2 S (4 H^2 + 2 H I) + "
              f"4 S^2 H) / 1e9 (embeddings, LayerNorm, softmax and GELU not counted).")
     mc = res["machine"]
