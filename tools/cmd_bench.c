@@ -172,7 +172,7 @@ static void finish_timing(timing *x, long iters) {
 }
 
 static void print_roofline(const char *what, const opcost *c, const timing *x, long iters, double peak_int8,
-                           double peak_att8, double peak_fp32, bool int8, bool int8_attention) {
+                           double peak_fp32, bool int8, bool int8_attention) {
     printf("  roofline, %s (per pass: operations, minimum bytes, median time)\n", what);
     printf("    %-10s %9s %9s %9s %10s %8s %9s\n", "op", "GOP", "MB", "ms", "GOP/s", "% peak", "ops/byte");
     double sum = 0;
@@ -181,8 +181,8 @@ static void print_roofline(const char *what, const opcost *c, const timing *x, l
         /* the profile sums every timed pass: its share of the median pass */
         const double t = sum > 0 ? x->prof[i] / sum * x->med : 0;
         const bool lin = i >= BERT8_OP_QKV && i <= BERT8_OP_FFN_OUT && i != BERT8_OP_ATTENTION;
-        const bool att8 = i == BERT8_OP_ATTENTION && int8_attention; /* its products on vpdpbusd */
-        const double peak = !int8 ? peak_fp32 : lin ? peak_int8 : att8 ? peak_att8 : peak_fp32;
+        const bool att8 = i == BERT8_OP_ATTENTION && int8_attention; /* its products on int8 units */
+        const double peak = (lin || att8) && int8 ? peak_int8 : peak_fp32;
         const double r = t > 0 ? c->ops[i] / t / 1e9 : 0;
         printf("    %-10s %9.3f %9.1f %9.2f %10.1f %7.1f%% %9.1f\n", bert8_op_name((bert8_op)i), c->ops[i] / 1e9,
                c->bytes[i] / 1e6, t * 1e3, r, peak > 0 ? 100 * r / peak : 0,
@@ -426,16 +426,12 @@ int cmd_bench(int argc, char **argv) {
         if (bert8_measure_peaks((int)threads, &pk)) goto oom;
         printf("  ceilings on %d thread(s): FP32 %.1f GFLOP/s, INT8 %.1f GOP/s (%s), memory %.1f GB/s\n",
                pk.threads, pk.fp32_gflops, pk.int8_gops, pk.int8_amx_gops > 0 ? "AMX" : "vpdpbusd", pk.mem_gbps);
-        if (pk.int8_amx_gops > 0)
-            printf("  INT8 attention runs on vpdpbusd: %.1f GOP/s (its %% peak below is against this)\n",
-                   pk.int8_vnni_gops);
         printf("  roofline: %.3f GOP per sequence%s; FP32 ceiling %.2f seq/s (%.1f%% reached), INT8 ceiling %.2f "
                "seq/s (%.1f%% reached)\n",
                gop_seq, pad, pk.fp32_gflops / gop_seq, 100 * (seqs / tf.med) / (pk.fp32_gflops / gop_seq),
                pk.int8_gops / gop_seq, pk.int8_gops > 0 ? 100 * (seqs / tq.med) / (pk.int8_gops / gop_seq) : 0);
-        print_roofline("fp32", &cf, &tf, iters, pk.int8_gops, pk.int8_vnni_gops, pk.fp32_gflops, false, false);
-        print_roofline("int8", &cq, &tq, iters, pk.int8_gops, pk.int8_vnni_gops, pk.fp32_gflops, true,
-                       p.int8_attention);
+        print_roofline("fp32", &cf, &tf, iters, pk.int8_gops, pk.fp32_gflops, false, false);
+        print_roofline("int8", &cq, &tq, iters, pk.int8_gops, pk.fp32_gflops, true, p.int8_attention);
         if (plot_path) {
             char title[300];
             snprintf(title, sizeof title, "bert8 roofline: %lld layers, hidden %lld, %s, %ld threads",
