@@ -9,6 +9,7 @@
 
 #include "base/common.h"
 #include "base/cpu.h"
+#include "kernels/amx.h"
 
 #define CHAINS 12
 
@@ -68,23 +69,12 @@ __attribute__((target("avx512f,avx512vnni"), noinline)) static double vnni_avx51
 
 /* AMX: twelve tdpbssd per iteration into four accumulator tiles (16 x 16 int32, each product
  * 16 x 16 x 64 multiply-adds), sources tmm4-7 zero; the tile state is released at the end. */
-typedef struct amx_config {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} amx_config;
-
 #define B8_TDP4 "tdpbssd %%tmm4, %%tmm5, %%tmm0\n\ttdpbssd %%tmm4, %%tmm6, %%tmm1\n\t" \
                 "tdpbssd %%tmm5, %%tmm7, %%tmm2\n\ttdpbssd %%tmm6, %%tmm7, %%tmm3\n\t"
 
 __attribute__((target("amx-tile,amx-int8"), noinline)) static double amx_int8(int64_t iters) {
-    amx_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int t = 0; t < 8; t++) {
-        cfg.colsb[t] = 64;
-        cfg.rows[t] = 16;
-    }
+    b8_amx_tilecfg cfg;
+    b8_amx_tilecfg_16x64(&cfg);
     __asm__ volatile("ldtilecfg %0" ::"m"(cfg));
     __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\ttilezero %%tmm3\n\t"
                      "tilezero %%tmm4\n\ttilezero %%tmm5\n\ttilezero %%tmm6\n\ttilezero %%tmm7" ::);

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "base/cpu.h"
+#include "kernels/amx.h"
 #include "kernels/attention/attention.h"
 #include "kernels/dispatch.h"
 #include "kernels/quantize/quantize.h"
@@ -416,19 +417,10 @@ static amx_layout carve_amx(void *scratch, int64_t T, int64_t d) {
     return a;
 }
 
-typedef struct amx_tilecfg {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} amx_tilecfg;
-
-/* The GCC tile intrinsics are asm statements without a memory clobber. */
-#define AMX_BARRIER() __asm__ volatile("" ::: "memory")
-
 /* int32 scores of 16 query rows (q, row stride ldq) against all t16 keys into sc [16][t16]. */
 AMXT static void scores_amx(const int8_t *q, int64_t ldq, int64_t d, const layout *l, int32_t *sc) {
     const int64_t ldk = l->t16 * 4, lds = l->t16 * 4;
-    AMX_BARRIER();
+    B8_AMX_BARRIER();
     int64_t j0 = 0;
     for (; j0 + 32 <= l->t16; j0 += 32) {
         _tile_zero(0);
@@ -452,13 +444,13 @@ AMXT static void scores_amx(const int8_t *q, int64_t ldq, int64_t d, const layou
         }
         _tile_stored(0, sc + j0, lds);
     }
-    AMX_BARRIER();
+    B8_AMX_BARRIER();
 }
 
 /* int32 context of 16 rows of p_u8 (stride t64) against V [t64/4][d][4] into cx [16][d]. */
 AMXT static void context_amx(const layout *l, int64_t d, int32_t *cx) {
     const int64_t ldv = d * 4, ldc = d * 4;
-    AMX_BARRIER();
+    B8_AMX_BARRIER();
     for (int64_t d0 = 0; d0 < d; d0 += 32) {
         _tile_zero(0);
         _tile_zero(1);
@@ -472,7 +464,7 @@ AMXT static void context_amx(const layout *l, int64_t d, int32_t *cx) {
         _tile_stored(0, cx + d0, ldc);
         _tile_stored(1, cx + d0 + 16, ldc);
     }
-    AMX_BARRIER();
+    B8_AMX_BARRIER();
 }
 
 AMXT void b8_attention_s8__amx(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_t d,
@@ -485,14 +477,9 @@ AMXT void b8_attention_s8__amx(const int8_t *q, const int8_t *k, const int8_t *v
     amx_layout a = carve_amx(scratch, T, d);
     const layout *l = &a.l;
     pack_vnni(k, v, ld, T, d, l); /* V rows up to t4 = t64, zero past T */
-    amx_tilecfg cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int t = 0; t < 8; t++) {
-        cfg.colsb[t] = 64;
-        cfg.rows[t] = 16;
-    }
-    AMX_BARRIER();
+    b8_amx_tilecfg cfg;
+    b8_amx_tilecfg_16x64(&cfg);
+    B8_AMX_BARRIER();
     _tile_loadconfig(&cfg);
     const float vs = p->v_scale / 255.0f;
     const __m512 vsc = _mm512_set1_ps(p->score_scale);

@@ -12,96 +12,75 @@
 #include "kernels/gemm_s8/qgemm_impl.h"
 
 #include <immintrin.h>
-#include <string.h>
+
+#include "kernels/amx.h"
 
 #define MR B8_AMX_MR
 #define NR B8_AMX_NR
 
 #define B8_TAMX __attribute__((target("amx-tile,amx-int8,avx512f")))
 
-/* The 64-byte LDTILECFG operand (palette 1). */
-typedef struct tile_config {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tile_config;
-
 /* tmm0-3: C (16 x 16 int32); tmm4-5: A (16 x 64 s8); tmm6-7: B (16 groups x 16 cols x 4). */
 static B8_TAMX void unit_begin(void) {
-    tile_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.palette = 1;
-    for (int t = 0; t < 8; t++) {
-        cfg.colsb[t] = 64;
-        cfg.rows[t] = 16;
-    }
-    __asm__ volatile("" ::: "memory");
+    b8_amx_tilecfg cfg;
+    b8_amx_tilecfg_16x64(&cfg);
+    B8_AMX_BARRIER();
     _tile_loadconfig(&cfg);
 }
 
 static B8_TAMX void unit_end(void) { _tile_release(); }
 
-/* The GCC tile intrinsics are asm statements without a memory clobber; these barriers keep
- * the compiler from moving plain loads and stores across them. */
-#define MEM_BARRIER() __asm__ volatile("" ::: "memory")
-
-/* rows <= 16: one row of tiles (C tmm0, tmm1). */
-static B8_TAMX void qs8_gemm_16x32c4__amx(size_t kg, const void *a, const int8_t *w, int32_t *c,
-                                         size_t ldc, int accumulate) {
+/* A 32 x 32 block of C (two rows of tiles, tmm0-3) or, with two == 0, its first 16 rows (tmm0,
+ * tmm1): per 64 k, the A rows' tiles (tmm4, tmm5) times the two B tiles (tmm6, tmm7). */
+static inline __attribute__((always_inline)) B8_TAMX void
+ukr_amx(const int two, size_t kg, const void *a, const int8_t *w, int32_t *c, size_t ldc, int accumulate) {
     const size_t kp = kg * 4, ldb = (size_t)ldc * 4;
     const uint8_t *ap = a;
-    MEM_BARRIER();
+    B8_AMX_BARRIER();
     if (accumulate) {
         _tile_loadd(0, c, ldb);
         _tile_loadd(1, c + 16, ldb);
+        if (two) {
+            _tile_loadd(2, c + 16 * ldc, ldb);
+            _tile_loadd(3, c + 16 * ldc + 16, ldb);
+        }
     } else {
         _tile_zero(0);
         _tile_zero(1);
+        if (two) {
+            _tile_zero(2);
+            _tile_zero(3);
+        }
     }
     for (size_t b = 0; b < kg / 16; b++) {
         _tile_loadd(4, ap + 64 * b, kp);
         _tile_loadd(6, w + 2048 * b, 128);
         _tile_loadd(7, w + 2048 * b + 64, 128);
+        if (two) _tile_loadd(5, ap + 16 * kp + 64 * b, kp);
         _tile_dpbssd(0, 4, 6);
         _tile_dpbssd(1, 4, 7);
+        if (two) {
+            _tile_dpbssd(2, 5, 6);
+            _tile_dpbssd(3, 5, 7);
+        }
     }
     _tile_stored(0, c, ldb);
     _tile_stored(1, c + 16, ldb);
-    MEM_BARRIER();
+    if (two) {
+        _tile_stored(2, c + 16 * ldc, ldb);
+        _tile_stored(3, c + 16 * ldc + 16, ldb);
+    }
+    B8_AMX_BARRIER();
 }
 
-/* 16 < rows <= 32: two rows of tiles (C tmm0-3). */
+static B8_TAMX void qs8_gemm_16x32c4__amx(size_t kg, const void *a, const int8_t *w, int32_t *c,
+                                         size_t ldc, int accumulate) {
+    ukr_amx(0, kg, a, w, c, ldc, accumulate);
+}
+
 static B8_TAMX void qs8_gemm_32x32c4__amx(size_t kg, const void *a, const int8_t *w, int32_t *c,
                                          size_t ldc, int accumulate) {
-    const size_t kp = kg * 4, ldb = (size_t)ldc * 4;
-    const uint8_t *ap = a;
-    MEM_BARRIER();
-    if (accumulate) {
-        _tile_loadd(0, c, ldb);
-        _tile_loadd(1, c + 16, ldb);
-        _tile_loadd(2, c + 16 * ldc, ldb);
-        _tile_loadd(3, c + 16 * ldc + 16, ldb);
-    } else {
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
-    }
-    for (size_t b = 0; b < kg / 16; b++) {
-        _tile_loadd(4, ap + 64 * b, kp);
-        _tile_loadd(6, w + 2048 * b, 128);
-        _tile_loadd(7, w + 2048 * b + 64, 128);
-        _tile_loadd(5, ap + 16 * kp + 64 * b, kp);
-        _tile_dpbssd(0, 4, 6);
-        _tile_dpbssd(1, 4, 7);
-        _tile_dpbssd(2, 5, 6);
-        _tile_dpbssd(3, 5, 7);
-    }
-    _tile_stored(0, c, ldb);
-    _tile_stored(1, c + 16, ldb);
-    _tile_stored(2, c + 16 * ldc, ldb);
-    _tile_stored(3, c + 16 * ldc + 16, ldb);
-    MEM_BARRIER();
+    ukr_amx(1, kg, a, w, c, ldc, accumulate);
 }
 
 static b8_qepilogue_fn pick_epilogue(const b8_qepilogue *ep) {
