@@ -143,6 +143,20 @@ VNNI static inline __mmask16 lanes_left(int64_t left) {
     return left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1u);
 }
 
+/* 16 context values y (lanes m) of channels d0.. of one row: to ctxq requantized with out_mul
+ * (the quantizers' rounding: clamp to [-127, 127], NaN -> -127, round half even), else to ctx,
+ * times ch_mul when V has a scale per channel. ctx/ctxq point at the row. */
+VNNI static inline void store_ctx16(__m512 y, __mmask16 m, int64_t d0, const b8_attn_s8_params *p, float *ctx,
+                                    int8_t *ctxq) {
+    if (ctxq) {
+        __m512 z = _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, p->out_mul + d0));
+        z = _mm512_min_ps(_mm512_max_ps(z, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
+        _mm_mask_storeu_epi8(ctxq + d0, m, _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(z)));
+    } else {
+        _mm512_mask_storeu_ps(ctx + d0, m, p->ch_mul ? _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, p->ch_mul + d0)) : y);
+    }
+}
+
 /* RB rows x 64 columns of int32 dot products, stored to tile[RB][64]: row r of the u8 operand
  * starts at a + r * lda (4 bytes per group), group g of the s8 operand's 64 columns at b + g * ldb
  * (4 columns of 16 lanes x 4 bytes; column block c is loaded under mask m[c], 0 = absent). Both
@@ -213,16 +227,7 @@ VNNI static void context_rows(const layout *l, int64_t d, const float *rs, const
             for (int c = 0; c < 4; c++) {
                 if (!m[c]) continue;
                 const __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(tile + r * 64 + 16 * c)), vr);
-                if (ctxq) {
-                    /* the quantizers' rounding: clamp to [-127, 127] (NaN -> -127), round half even */
-                    __m512 z = _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m[c], p->out_mul + d0 + 16 * c));
-                    z = _mm512_min_ps(_mm512_max_ps(z, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
-                    __m512i zi = _mm512_cvtps_epi32(z);
-                    _mm_mask_storeu_epi8(ctxq + r * ldo + d0 + 16 * c, m[c], _mm512_cvtsepi32_epi8(zi));
-                } else {
-                    const __m512 yc = p->ch_mul ? _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m[c], p->ch_mul + d0 + 16 * c)) : y;
-                    _mm512_mask_storeu_ps(ctx + r * ldo + d0 + 16 * c, m[c], yc);
-                }
+                store_ctx16(y, m[c], d0 + 16 * c, p, ctx ? ctx + r * ldo : NULL, ctxq ? ctxq + r * ldo : NULL);
             }
         }
     }
@@ -255,13 +260,7 @@ VNNI static void context_rows1(const layout *l, int64_t d, float rs, const uint8
             acc = _mm512_dpbusd_epi32(acc, _mm512_set1_epi32(w), _mm512_maskz_loadu_epi32(m, l->vp + (g * d + d0) * 4));
         }
         const __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), vr);
-        if (ctxq) {
-            __m512 z = _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, p->out_mul + d0));
-            z = _mm512_min_ps(_mm512_max_ps(z, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
-            _mm_mask_storeu_epi8(ctxq + d0, m, _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(z)));
-        } else {
-            _mm512_mask_storeu_ps(ctx + d0, m, p->ch_mul ? _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, p->ch_mul + d0)) : y);
-        }
+        store_ctx16(y, m, d0, p, ctx, ctxq);
     }
 }
 
@@ -507,14 +506,8 @@ AMXT void b8_attention_s8__amx(const int8_t *q, const int8_t *k, const int8_t *v
             const __m512 vr = _mm512_set1_ps(rs[r]);
             for (int64_t d0 = 0; d0 < d; d0 += 16) {
                 const __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(a.cx + r * d + d0)), vr);
-                if (ctxq) {
-                    __m512 z = _mm512_mul_ps(y, _mm512_loadu_ps(p->out_mul + d0));
-                    z = _mm512_min_ps(_mm512_max_ps(z, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
-                    _mm_storeu_si128((__m128i *)(ctxq + (i + r) * ldo + d0), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(z)));
-                } else {
-                    const __m512 yc = p->ch_mul ? _mm512_mul_ps(y, _mm512_loadu_ps(p->ch_mul + d0)) : y;
-                    _mm512_storeu_ps(ctx + (i + r) * ldo + d0, yc);
-                }
+                store_ctx16(y, (__mmask16)0xFFFF, d0, p, ctx ? ctx + (i + r) * ldo : NULL,
+                            ctxq ? ctxq + (i + r) * ldo : NULL);
             }
         }
     }
