@@ -242,7 +242,9 @@ typedef struct bert8_quant_params {
     int progress;           /* print a progress bar to stderr */
     int int8_attention;     /* 1: the attention products (Q K^T, P V) run in INT8 too, with
                                calibrated per-tensor scales of Q, K and V (layers whose Q/K/V
-                               product stays FP32 keep FP32 attention) */
+                               product stays FP32 keep FP32 attention); an error where the head
+                               size is not a multiple of 4. 0: FP32 attention. -1 (the default):
+                               INT8 where the head size allows it, else FP32 */
     int int8_embeddings;    /* 1: the word embedding rows are stored int8 with a scale per row
                                and dequantized when gathered (XLM-R's 250k rows: 4x less) */
     const bert8_unit_mode *unit_modes; /* NULL: every Linear in the scheme's mode, the attention as

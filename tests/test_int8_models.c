@@ -238,6 +238,56 @@ TEST(quantized_folder_roundtrips) {
     roundtrip("xlmr_qa", BERT8_SCHEME_DYNAMIC, 1);
 }
 
+/* The default params (int8_attention -1) give every layer an INT8 attention where the head size
+ * is a multiple of 4 (every golden model); 0 keeps them all FP32; other values are refused. */
+static int count_int8_attention(const bert8_model *q) {
+    int n = 0;
+    for (int64_t u = 0; u < bert8_model_unit_count(q); u++) {
+        bert8_unit_info ui;
+        if (bert8_model_unit(q, u, &ui) == BERT8_OK && !strcmp(ui.kind, "attention") &&
+            ui.mode == BERT8_UNIT_INT8_STATIC)
+            n++;
+    }
+    return n;
+}
+
+TEST(default_attention_is_int8_where_the_head_size_allows) {
+    const char *names[] = {"bert_seqcls", "distilbert_seqcls"};
+    for (int i = 0; i < 2; i++) {
+        char rel[256], err[1024];
+        snprintf(rel, sizeof rel, "golden/models/%s", names[i]);
+        bert8_model *f = NULL, *q = NULL;
+        CHECKF(bert8_model_load(tu_shared_path(rel), NULL, &f, err, sizeof err) == 0, "%s", err);
+        if (!f) continue;
+        cases cs;
+        cases_load(&cs, names[i]);
+        bert8_quant_params p = bert8_default_quant_params();
+        CHECK(p.int8_attention == -1);
+        const int layers = (int)bert8_model_get_info(f)->num_layers;
+        for (int scheme = 0; scheme < 2; scheme++) {
+            p.scheme = scheme ? BERT8_SCHEME_DYNAMIC : BERT8_SCHEME_STATIC;
+            p.int8_attention = -1;
+            CHECKF(bert8_quantize(f, cs.b, (size_t)cs.n, &p, &q, err, sizeof err) == 0, "%s", err);
+            CHECKF(q && count_int8_attention(q) == layers, "%s: %d of %d layers with INT8 attention by default",
+                   names[i], q ? count_int8_attention(q) : -1, layers);
+            bert8_model_free(q);
+            q = NULL;
+            p.int8_attention = 0;
+            CHECKF(bert8_quantize(f, cs.b, (size_t)cs.n, &p, &q, err, sizeof err) == 0, "%s", err);
+            CHECK(q && count_int8_attention(q) == 0);
+            bert8_model_free(q);
+            q = NULL;
+        }
+        p.int8_attention = 2;
+        CHECK(bert8_quantize(f, cs.b, (size_t)cs.n, &p, &q, err, sizeof err) == BERT8_ERR_INVALID_ARG && !q);
+        CHECKF(strstr(err, "int8_attention") != NULL, "%s", err);
+        p.int8_attention = -2;
+        CHECK(bert8_quantize(f, cs.b, (size_t)cs.n, &p, &q, err, sizeof err) == BERT8_ERR_INVALID_ARG && !q);
+        bert8_model_free(f);
+        cases_free(&cs);
+    }
+}
+
 /* ---- corrupted quantized folders ---- */
 #include "io/safetensors.h"
 
@@ -331,6 +381,7 @@ TEST(corrupted_quantized_files_rejected) {
 int main(void) {
     RUN(int8_models_agree_with_fp32);
     RUN(quantized_folder_roundtrips);
+    RUN(default_attention_is_int8_where_the_head_size_allows);
     RUN(corrupted_quantized_files_rejected);
     return tu_finish();
 }

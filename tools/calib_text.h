@@ -26,8 +26,11 @@ int make_batches(const char *cmd, const bert8_tokenizer *tok, const texts *t, in
                  bert8_encoding **encs, bert8_batch **batches, int64_t *nb);
 void free_batches(bert8_encoding *encs, bert8_batch *b, int64_t n);
 bool parse_scheme(const char *cmd, const char *v, bert8_scheme *out);
-/* --attention fp32|int8 (NULL: fp32) */
+/* --attention fp32|int8 (NULL: *int8 is left as it is, the library's default -1) */
 bool parse_attention(const char *cmd, const char *v, int *int8);
+/* *int8 = -1 settled for model m as bert8_quantize settles it (INT8 where the head size is a
+ * multiple of 4) */
+void resolve_attention(const bert8_model *m, int *int8);
 /* --embeddings fp32|int8 (NULL: fp32) */
 bool parse_embeddings(const char *cmd, const char *v, int *int8);
 /* --alpha A|auto|none */

@@ -177,13 +177,21 @@ bool parse_scheme(const char *cmd, const char *v, bert8_scheme *out) {
     return true;
 }
 
+/* Leaves *int8 (the library's default, -1: INT8 where the head size allows) when v is NULL. */
 bool parse_attention(const char *cmd, const char *v, int *int8) {
-    *int8 = v && !strcmp(v, "int8");
+    if (v) *int8 = !strcmp(v, "int8");
     if (v && strcmp(v, "int8") && strcmp(v, "fp32")) {
         cli_error(cmd, "--attention must be fp32 or int8, not \"%s\"", v);
         return false;
     }
     return true;
+}
+
+/* The default (-1) as the library settles it, so that messages name what runs: INT8 attention
+ * where the head size is a multiple of 4. */
+void resolve_attention(const bert8_model *m, int *int8) {
+    const bert8_model_info *in = bert8_model_get_info(m);
+    if (*int8 < 0) *int8 = in && in->num_heads > 0 && (in->hidden_size / in->num_heads) % 4 == 0;
 }
 
 bool parse_embeddings(const char *cmd, const char *v, int *int8) {
@@ -1002,6 +1010,8 @@ int cmd_quantize(int argc, char **argv) {
     }
     if (maxlen > bert8_model_get_info(m)->max_seq_len) maxlen = bert8_model_get_info(m)->max_seq_len;
     if (make_batches(C, tok, &t, maxlen, 16, &encs, &batches, &nb)) goto out;
+    resolve_attention(m, &p.int8_attention);
+    resolve_attention(m, &br.qp.int8_attention);
     if (drop_s) {
         br.m = m;
         br.threads = (int)threads;

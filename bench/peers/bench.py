@@ -26,6 +26,7 @@ BERT8_UNITS = {  # run unit -> scheme of the CLI run (and --attention int8 for "
     "bert8-static": "static",
     "bert8-dynamic": "dynamic",
     "bert8-static-att8": "static",
+    "bert8-dynamic-att8": "dynamic",
 }
 ALL_UNITS = list(SYSTEMS) + list(BERT8_UNITS)
 
@@ -285,8 +286,8 @@ def run_bert8(a, model, unit, shape, status):
         cmd += ["--batch", str(shape), "--seq", str(a.seq)]
     cmd += ["--threads", str(a.threads), "--scheme", scheme, "--json", "--calib", os.path.join(art, "calib.txt"),
             "--samples", str(a.calib_n)]
-    if att8:
-        cmd += ["--attention", "int8"]
+    # explicit either way: bert8's default attention changed (FP32 until 2026-12-01, INT8 since)
+    cmd += ["--attention", "int8" if att8 else "fp32"]
     if a.bert8_iters:
         cmd += ["--iters", str(a.bert8_iters)]
     rc, out, err, secs = run_proc(cmd, a.run_timeout, env=thread_env(a.threads))

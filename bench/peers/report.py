@@ -24,8 +24,9 @@ ROWS = [
     ("bert8-int8-static", "**bert8 INT8 static**", "int8"),
     ("bert8-int8-static-att8", "**bert8 INT8 static, INT8 attention**", "int8"),
     ("bert8-int8-dynamic", "**bert8 INT8 dynamic**", "int8"),
+    ("bert8-int8-dynamic-att8", "**bert8 INT8 dynamic, INT8 attention**", "int8"),
 ]
-BERT8 = {"bert8-fp32", "bert8-int8-static", "bert8-int8-static-att8", "bert8-int8-dynamic"}
+BERT8 = {"bert8-fp32", "bert8-int8-static", "bert8-int8-static-att8", "bert8-int8-dynamic", "bert8-int8-dynamic-att8"}
 
 
 def fmt(v):
@@ -128,6 +129,8 @@ def write(res, json_path):
                                 ("bert8-int8-static-att8", "int8",
                                  "bert8 INT8 static, INT8 attention / fastest peer INT8"),
                                 ("bert8-int8-dynamic", "int8", "bert8 INT8 dynamic / fastest peer INT8"),
+                                ("bert8-int8-dynamic-att8", "int8",
+                                 "bert8 INT8 dynamic, INT8 attention / fastest peer INT8"),
                                 ("bert8-fp32", "fp32", "bert8 FP32 / fastest peer FP32")):
             if not any((model, s, b8) in agg for s in shapes):
                 continue
@@ -152,7 +155,9 @@ def write(res, json_path):
         for b8, f32, label in (("bert8-int8-static", "bert8-fp32", "bert8 INT8 static / own FP32"),
                                ("bert8-int8-static-att8", "bert8-fp32@static-att8",
                                 "bert8 INT8 static, INT8 attention / own FP32"),
-                               ("bert8-int8-dynamic", "bert8-fp32@dynamic", "bert8 INT8 dynamic / own FP32")):
+                               ("bert8-int8-dynamic", "bert8-fp32@dynamic", "bert8 INT8 dynamic / own FP32"),
+                               ("bert8-int8-dynamic-att8", "bert8-fp32@dynamic-att8",
+                                "bert8 INT8 dynamic, INT8 attention / own FP32")):
             if not any((model, s, b8) in agg for s in shapes):
                 continue
             cells = [f"*{label}*"]
@@ -248,7 +253,8 @@ def plot(res, agg, path, models, batches, rows):
     cmap = plt.get_cmap("tab20")
     b8_style = {"bert8-fp32": ("black", "--", "o"), "bert8-int8-static": ("black", "-", "s"),
                 "bert8-int8-static-att8": ("black", ":", "D"),
-                "bert8-int8-dynamic": ("dimgray", "-", "^")}
+                "bert8-int8-dynamic": ("dimgray", "-", "^"),
+                "bert8-int8-dynamic-att8": ("dimgray", ":", "v")}
     for ax, model in zip(axes[0], models):
         for i, (key, label, prec) in enumerate(rows):
             pts = [(x, agg[(model, str(x), key)]["median"]) for x in xs

@@ -573,14 +573,15 @@ out:
 }
 
 static PyObject *model_quantize(Model *m, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"batches", "scheme", "alpha", "smooth", "max_samples", "keep_fp32", "progress", NULL};
+    static char *kwlist[] = {"batches", "scheme", "alpha", "smooth", "max_samples", "keep_fp32", "progress",
+                             "int8_attention", "int8_embeddings", NULL};
     PyObject *batches_o;
-    int scheme = BERT8_SCHEME_STATIC, smooth = 1, progress = 0;
+    int scheme = BERT8_SCHEME_STATIC, smooth = 1, progress = 0, int8_attention = -1, int8_embeddings = 0;
     double alpha = 0.5;
     long long max_samples = 512;
     const char *keep = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|idpLzp", kwlist, &batches_o, &scheme, &alpha, &smooth,
-                                     &max_samples, &keep, &progress))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|idpLzpip", kwlist, &batches_o, &scheme, &alpha, &smooth,
+                                     &max_samples, &keep, &progress, &int8_attention, &int8_embeddings))
         return NULL;
     if (!model_ready(m)) return NULL;
     PyObject *seq = PySequence_Tuple(batches_o);
@@ -617,6 +618,8 @@ static PyObject *model_quantize(Model *m, PyObject *args, PyObject *kw) {
     qp.max_samples = max_samples;
     qp.keep_fp32 = keep;
     qp.progress = progress;
+    qp.int8_attention = int8_attention;
+    qp.int8_embeddings = int8_embeddings;
     bert8_model *q = NULL;
     char err[ERR_LEN] = "";
     bert8_status st;

@@ -89,6 +89,8 @@ def quantize(
     *,
     max_length: int = 128,
     threads: Optional[int] = None,
+    attention: Optional[str] = None,
+    embeddings: str = "fp32",
 ) -> Model:
     """Calibrates the FP32 model folder ``src`` on text, applies SmoothQuant and quantizes it to
     INT8 (W8A8); writes the result to ``dst`` (unless None) and returns it loaded.
@@ -106,6 +108,11 @@ def quantize(
         keep_fp32: glob pattern(s) of tensor names kept in FP32.
         progress: a progress bar on stderr.
         max_length: tokens per calibration sequence (truncated longest first).
+        attention: "int8" (Q K^T and P V on int8 operands with calibrated scales), "fp32", or
+            None (the default: INT8 where the head size is a multiple of 4), as
+            ``bert8 quantize --attention``.
+        embeddings: "int8" stores the word embedding rows as int8 with a scale per row, as
+            ``bert8 quantize --embeddings``; "fp32" (the default) keeps them.
     """
     if scheme not in ("static", "dynamic"):
         raise ValueError(f"scheme must be 'static' or 'dynamic', not {scheme!r}")
@@ -120,6 +127,10 @@ def quantize(
         raise ValueError(f'alpha must be a number in [0, 1], "auto" or None, not {alpha!r}')
     if samples < 1:
         raise ValueError("samples must be positive")
+    if attention not in (None, "int8", "fp32"):
+        raise ValueError(f"attention must be 'int8', 'fp32' or None, not {attention!r}")
+    if embeddings not in ("int8", "fp32"):
+        raise ValueError(f"embeddings must be 'int8' or 'fp32', not {embeddings!r}")
     if isinstance(keep_fp32, (list, tuple)):
         keep_fp32 = ",".join(keep_fp32)
     model = Model(src, threads)
@@ -134,7 +145,9 @@ def quantize(
         enc = tok.encode_batch([t for t, _ in chunk], pairs if any(p is not None for p in pairs) else None,
                                truncation=True, max_length=limit)
         batches.append((enc["input_ids"], enc["attention_mask"], enc["token_type_ids"]))
-    q = model._m.quantize(batches, 0 if scheme == "static" else 1, a, smooth, samples, keep_fp32, progress)
+    att = -1 if attention is None else int(attention == "int8")
+    q = model._m.quantize(batches, 0 if scheme == "static" else 1, a, smooth, samples, keep_fp32, progress,
+                          att, int(embeddings == "int8"))
     result = Model._wrap(q, os.fspath(dst) if dst is not None else model.path)
     if dst is not None:
         result.save(dst)

@@ -2,6 +2,7 @@
 text, loads, and keeps the FP32 model's predictions."""
 from __future__ import annotations
 
+import json
 import subprocess
 
 import numpy as np
@@ -24,6 +25,26 @@ def test_quantize_equals_the_cli(tmp_path):
     b = bert8.Pipeline(tmp_path / "cli").scores(SENTENCES)
     np.testing.assert_array_equal(a, b)
     assert (tmp_path / "py" / "model.safetensors").read_bytes() == (tmp_path / "cli" / "model.safetensors").read_bytes()
+    # the default runs the attention products in INT8 (the head size of this model allows it)
+    assert json.loads((tmp_path / "py" / "quantization_config.json").read_text())["attention"] == "int8"
+
+
+def test_quantize_attention_and_embeddings_options_equal_the_cli(tmp_path):
+    require(SST2), require(CALIB), require(CLI)
+    q = bert8.quantize(SST2, tmp_path / "py", calib=CALIB, samples=32, progress=False, attention="fp32",
+                       embeddings="int8")
+    assert q.info.quantized
+    subprocess.run([str(CLI), "quantize", str(SST2), "-o", str(tmp_path / "cli"), "--calib", str(CALIB),
+                    "--samples", "32", "--attention", "fp32", "--embeddings", "int8", "--quiet"],
+                   check=True, capture_output=True)
+    for d in ("py", "cli"):
+        qc = json.loads((tmp_path / d / "quantization_config.json").read_text())
+        assert qc["attention"] == "fp32" and qc["embeddings"] == "int8", qc
+    assert (tmp_path / "py" / "model.safetensors").read_bytes() == (tmp_path / "cli" / "model.safetensors").read_bytes()
+    with pytest.raises(ValueError):
+        bert8.quantize(SST2, tmp_path / "x", calib=CALIB, attention="int4")
+    with pytest.raises(ValueError):
+        bert8.quantize(SST2, tmp_path / "x", calib=CALIB, embeddings="fp16")
 
 
 def test_quantize_from_a_list_keeps_predictions(tmp_path):

@@ -704,10 +704,11 @@ bert8_status bert8_quantize_budget(const bert8_model *fp32, const bert8_batch *c
     if (!fp32 || !out || !budget || (!calib && n_calib))
         return put_err(BERT8_ERR_INVALID_ARG, err, err_len,
                        "bert8_quantize_budget: model, budget and out must not be NULL");
-    const bert8_quant_params qp = quant ? *quant : bert8_default_quant_params();
+    bert8_quant_params qp = quant ? *quant : bert8_default_quant_params();
     b8_err e;
     b8_err_clear(&e);
     bert8_status st;
+    b8_quant_resolve(fp32, &qp);
     if ((st = check_budget(budget, &qp, &e)) || (st = b8_quant_check(fp32, &qp, &e)))
         return put_err(st, err, err_len, e.msg);
     if (n_calib == 0) return put_err(BERT8_ERR_INVALID_ARG, err, err_len, "calibration needs at least one sequence");

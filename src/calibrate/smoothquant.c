@@ -14,7 +14,7 @@ static const float ALPHA_GRID[] = {0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f, 0.9f};
 
 bert8_quant_params bert8_default_quant_params(void) {
     bert8_quant_params p = {.scheme = BERT8_SCHEME_STATIC, .alpha = 0.5f, .smooth = 1, .max_samples = 512,
-                            .keep_fp32 = NULL, .progress = 0, .int8_attention = 0, .int8_embeddings = 0,
+                            .keep_fp32 = NULL, .progress = 0, .int8_attention = -1, .int8_embeddings = 0,
                             .unit_modes = NULL};
     return p;
 }
@@ -164,6 +164,11 @@ static bert8_status put_err(bert8_status st, char *err, size_t err_len, const ch
     return st;
 }
 
+void b8_quant_resolve(const bert8_model *fp32, bert8_quant_params *p) {
+    const int64_t d = fp32->cfg.num_heads > 0 ? fp32->cfg.hidden_size / fp32->cfg.num_heads : 0;
+    if (p->int8_attention == -1) p->int8_attention = d > 0 && d % 4 == 0;
+}
+
 bert8_status b8_quant_check(const bert8_model *fp32, const bert8_quant_params *p, b8_err *e) {
     if (fp32->quantized) return b8_fail(e, BERT8_ERR_INVALID_ARG, "%s is already quantized", fp32->dir);
     if (p->scheme != BERT8_SCHEME_STATIC && p->scheme != BERT8_SCHEME_DYNAMIC)
@@ -171,7 +176,7 @@ bert8_status b8_quant_check(const bert8_model *fp32, const bert8_quant_params *p
     if (p->alpha > 1.0f || p->alpha != p->alpha)
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "alpha %g is outside [0, 1]", (double)p->alpha);
     if (p->int8_attention != 0 && p->int8_attention != 1)
-        return b8_fail(e, BERT8_ERR_INVALID_ARG, "int8_attention must be 0 or 1");
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "int8_attention must be -1 (INT8 where the head size allows), 0 or 1, not %d", p->int8_attention);
     if (p->int8_embeddings != 0 && p->int8_embeddings != 1)
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "int8_embeddings must be 0 or 1");
     const int64_t d = fp32->cfg.hidden_size / fp32->cfg.num_heads;
@@ -236,6 +241,7 @@ bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, s
     b8_err_clear(&e);
     b8_calib cs;
     bert8_model *m = NULL;
+    b8_quant_resolve(fp32, &p);
     bert8_status st = b8_quant_check(fp32, &p, &e);
     if (st) return put_err(st, err, err_len, e.msg);
     if (n_calib == 0) return put_err(BERT8_ERR_INVALID_ARG, err, err_len, "calibration needs at least one sequence");
