@@ -264,31 +264,53 @@ VNNI static void context_rows1(const layout *l, int64_t d, float rs, const uint8
     }
 }
 
-/* pack() for the VNNI path, the same bytes: K as 32-bit words (4 depths) moved into place, comp
- * from vpdpbusd against ones, V interleaved 4 keys at a time with byte/word unpacks. */
+/* dst[c] = column c of the 16 x 16 int32 matrix whose rows are r[0..15]. */
+VNNI static inline void transpose16x16(const __m512i r[16], __m512i dst[16]) {
+    __m512i t[16], u[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) { /* lane L of u[i + c]: rows i..i+3 of column 4L + c */
+        u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int c = 0; c < 4; c++) {
+        const __m512i v0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88), v1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xDD);
+        const __m512i v2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88),
+                      v3 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xDD);
+        dst[c] = _mm512_shuffle_i32x4(v0, v2, 0x88);
+        dst[8 + c] = _mm512_shuffle_i32x4(v0, v2, 0xDD);
+        dst[4 + c] = _mm512_shuffle_i32x4(v1, v3, 0x88);
+        dst[12 + c] = _mm512_shuffle_i32x4(v1, v3, 0xDD);
+    }
+}
+
+/* pack() for the VNNI path, the same bytes: K as 32-bit words (4 depths), 16 keys x 16 words
+ * transposed at a time, comp from vpdpbusd of ones against the transposed words, V interleaved 4
+ * keys at a time with byte/word unpacks. */
 VNNI static void pack_vnni(const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_t d, const layout *l) {
     const int64_t g4 = d / 4;
     int32_t *kp = (int32_t *)l->kp;
-    const __mmask16 km = lanes_left(g4 > 16 ? 16 : g4);
     const __m512i ones = _mm512_set1_epi8(1);
-    for (int64_t j = 0; j < l->t16; j++) {
-        if (j >= T) {
-            for (int64_t g = 0; g < g4; g++) kp[g * l->t16 + j] = 0;
-            l->comp[j] = 0;
-            continue;
-        }
-        int32_t s = 0;
+    for (int64_t j0 = 0; j0 < l->t16; j0 += 16) {
+        __m512i sum = _mm512_setzero_si512();
         for (int64_t g0 = 0; g0 < g4; g0 += 16) {
-            const __mmask16 m = g4 - g0 >= 16 ? (__mmask16)0xFFFF : lanes_left(g4 - g0);
-            const __m512i row = _mm512_maskz_loadu_epi32(m, k + j * ld + 4 * g0);
-            int32_t w[16];
-            _mm512_storeu_si512(w, row);
-            for (int64_t g = g0; g < g4 && g < g0 + 16; g++) kp[g * l->t16 + j] = w[g - g0];
-            s += _mm512_reduce_add_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, row));
+            const __mmask16 m = lanes_left(g4 - g0);
+            const int nc = g4 - g0 >= 16 ? 16 : (int)(g4 - g0);
+            __m512i r[16], c[16];
+            for (int i = 0; i < 16; i++)
+                r[i] = j0 + i < T ? _mm512_maskz_loadu_epi32(m, k + (j0 + i) * ld + 4 * g0) : _mm512_setzero_si512();
+            transpose16x16(r, c);
+            for (int i = 0; i < nc; i++) {
+                _mm512_storeu_si512(kp + (g0 + i) * l->t16 + j0, c[i]);
+                sum = _mm512_dpbusd_epi32(sum, ones, c[i]);
+            }
         }
-        l->comp[j] = 128 * s;
+        _mm512_storeu_si512(l->comp + j0, _mm512_slli_epi32(sum, 7));
     }
-    (void)km;
     int32_t *vp = (int32_t *)l->vp;
     for (int64_t j0 = 0; j0 < l->t4; j0 += 4) {
         const int8_t *r[4];
