@@ -289,6 +289,7 @@ int cmd_bench(int argc, char **argv) {
     bert8_model *m = cli_load_model(C, dir, (int)threads), *q = NULL;
     if (!m) return 1;
     const bert8_model_info *info = bert8_model_get_info(m);
+    resolve_attention(m, &p.int8_attention);
     int rc = 1;
     bert8_tokenizer *tok = NULL;
     bert8_encoding *encs = NULL;
@@ -415,12 +416,19 @@ int cmd_bench(int argc, char **argv) {
         printf("  padding-free / padded: fp32 %.2fx, int8 %.2fx; padding-free int8 / padded fp32 %.2fx\n",
                tf.med / tfp.med, tq.med / tqp.med, tf.med / tqp.med);
     }
-    double sumf = 0, sumq = 0;
+    double sumf = 0, sumq = 0, sumfp = 0, sumqp = 0;
     for (int i = 0; i < BERT8_OP_COUNT; i++) sumf += tf.prof[i], sumq += tq.prof[i];
-    printf("  time share per op%s    fp32     int8\n", pad);
-    for (int i = 0; i < BERT8_OP_COUNT; i++)
-        printf("    %-16s %7.1f%% %7.1f%%\n", bert8_op_name((bert8_op)i), 100 * tf.prof[i] / (sumf > 0 ? sumf : 1),
+    if (w.varlen)
+        for (int i = 0; i < BERT8_OP_COUNT; i++) sumfp += tfp.prof[i], sumqp += tqp.prof[i];
+    printf("  time share per op%s    fp32     int8%s\n", pad, w.varlen ? "  padding-free: fp32     int8" : "");
+    for (int i = 0; i < BERT8_OP_COUNT; i++) {
+        printf("    %-16s %7.1f%% %7.1f%%", bert8_op_name((bert8_op)i), 100 * tf.prof[i] / (sumf > 0 ? sumf : 1),
                100 * tq.prof[i] / (sumq > 0 ? sumq : 1));
+        if (w.varlen)
+            printf("                %7.1f%% %7.1f%%", 100 * tfp.prof[i] / (sumfp > 0 ? sumfp : 1),
+                   100 * tqp.prof[i] / (sumqp > 0 ? sumqp : 1));
+        printf("\n");
+    }
     bert8_peaks pk = {0};
     if (roofline) {
         if (bert8_measure_peaks((int)threads, &pk)) goto oom;
@@ -430,8 +438,22 @@ int cmd_bench(int argc, char **argv) {
                "seq/s (%.1f%% reached)\n",
                gop_seq, pad, pk.fp32_gflops / gop_seq, 100 * (seqs / tf.med) / (pk.fp32_gflops / gop_seq),
                pk.int8_gops / gop_seq, pk.int8_gops > 0 ? 100 * (seqs / tq.med) / (pk.int8_gops / gop_seq) : 0);
-        print_roofline("fp32", &cf, &tf, iters, pk.int8_gops, pk.fp32_gflops, false, false);
-        print_roofline("int8", &cq, &tq, iters, pk.int8_gops, pk.fp32_gflops, true, p.int8_attention);
+        print_roofline(w.varlen ? "fp32 padded" : "fp32", &cf, &tf, iters, pk.int8_gops, pk.fp32_gflops, false, false);
+        print_roofline(w.varlen ? "int8 padded" : "int8", &cq, &tq, iters, pk.int8_gops, pk.fp32_gflops, true,
+                       p.int8_attention);
+        if (w.varlen) { /* the same operations counted over the real tokens only */
+            opcost cfp, cqp;
+            cost(info, &w, true, false, &cfp);
+            cost(info, &w, true, true, &cqp);
+            const double gop_pf = (cfp.useful + cfp.ops[BERT8_OP_ATTENTION]) / seqs / 1e9;
+            printf("  roofline padding-free: %.3f GOP per sequence; FP32 ceiling %.2f seq/s (%.1f%% reached), INT8 "
+                   "ceiling %.2f seq/s (%.1f%% reached)\n",
+                   gop_pf, pk.fp32_gflops / gop_pf, 100 * (seqs / tfp.med) / (pk.fp32_gflops / gop_pf),
+                   pk.int8_gops / gop_pf, pk.int8_gops > 0 ? 100 * (seqs / tqp.med) / (pk.int8_gops / gop_pf) : 0);
+            print_roofline("fp32 padding-free", &cfp, &tfp, iters, pk.int8_gops, pk.fp32_gflops, false, false);
+            print_roofline("int8 padding-free", &cqp, &tqp, iters, pk.int8_gops, pk.fp32_gflops, true,
+                           p.int8_attention);
+        }
         if (plot_path) {
             char title[300];
             snprintf(title, sizeof title, "bert8 roofline: %lld layers, hidden %lld, %s, %ld threads",
