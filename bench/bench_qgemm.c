@@ -3,7 +3,11 @@
  * in this same run by a register-only loop. A program, not a test.
  *
  *   bench_qgemm [--m M] [--threads 1,2] [--kernels a,b] [--shapes qkv,ffn_in] [--all]
- *               [--time SEC] [--repeat R]
+ *               [--time SEC] [--repeat R] [--cold N]
+ *
+ * --cold N packs N copies of each weight and calls them in turn, so that with N times the weight
+ * bytes past the last-level cache every call streams its weights from memory, as a model's
+ * layers do (each Linear's weights are read once per forward pass).
  *
  * Each number is the best (minimum time) of repeated calls over at least --time seconds, the
  * whole measurement repeated --repeat times, best kept: the other core may be busy. */
@@ -88,9 +92,10 @@ typedef enum mode { MODE_S32, MODE_F32, MODE_GELU_S8 } mode;
 static const char *MODE_NAMES[] = {"s32", "f32+bias", "gelu->s8"};
 
 /* Best seconds per call of one configuration. */
-static double time_gemm(const int8_t *A, int64_t M, const b8_qweight *w, mode md, int32_t *c32,
-                        float *cf, int8_t *c8, const float *bias, const float *omul,
+static double time_gemm(const int8_t *A, int64_t M, b8_qweight *const *ws, int nw, mode md,
+                        int32_t *c32, float *cf, int8_t *c8, const float *bias, const float *omul,
                         double min_time) {
+    const b8_qweight *w = ws[0];
     float as = 0.02f;
     b8_qepilogue ep = {.a_scale = &as, .bias = bias, .ldc = b8_qweight_n(w)};
     if (md == MODE_F32) ep.out_f32 = cf;
@@ -103,6 +108,7 @@ static double time_gemm(const int8_t *A, int64_t M, const b8_qweight *w, mode md
     double best = 1e30, start = now();
     int calls = 0;
     while (calls < 3 || now() - start < min_time) {
+        w = ws[calls % nw];
         double t0 = now();
         bert8_status st = md == MODE_S32 ? b8_qgemm_s32(A, b8_qweight_k(w), M, w, c32,
                                                         b8_qweight_n(w), &e)
@@ -132,7 +138,7 @@ static int in_list(const char *list, const char *name) {
 int main(int argc, char **argv) {
     int64_t M = 1024;
     const char *threads_list = "1,2", *kernels = NULL, *shapes = NULL;
-    int all = 0, repeat = 2;
+    int all = 0, repeat = 2, cold = 1;
     double min_time = 0.4;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--m") && i + 1 < argc) M = atoll(argv[++i]);
@@ -142,17 +148,23 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--all")) all = 1;
         else if (!strcmp(argv[i], "--time") && i + 1 < argc) min_time = atof(argv[++i]);
         else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--cold") && i + 1 < argc) cold = atoi(argv[++i]);
         else {
             fprintf(stderr,
                     "usage: %s [--m M] [--threads 1,2] [--kernels a,b] [--shapes a,b] [--all] "
-                    "[--time SEC] [--repeat R]\n",
+                    "[--time SEC] [--repeat R] [--cold N]\n",
                     argv[0]);
             return 2;
         }
     }
     const b8_cpu *cpu = b8_cpu_get();
-    printf("bench_qgemm: M=%lld, level %s, %d physical cores\n", (long long)M,
-           b8_isa_name(cpu->level), cpu->physical_cores);
+    if (cold < 1 || cold > 64) {
+        fprintf(stderr, "--cold must be 1..64\n");
+        return 2;
+    }
+    printf("bench_qgemm: M=%lld, level %s, %d physical cores%s\n", (long long)M,
+           b8_isa_name(cpu->level), cpu->physical_cores,
+           cold > 1 ? ", weights cold (copies called in turn)" : "");
     int tl[8], ntl = 0;
     for (const char *p = threads_list; *p && ntl < 8;) {
         tl[ntl++] = atoi(p);
@@ -207,17 +219,21 @@ int main(int argc, char **argv) {
             for (int t = 0; t < ntl; t++) {
                 /* Packed per thread count: oneDNN fixes its threads when it builds a primitive. */
                 omp_set_num_threads(tl[t]);
-                b8_qweight *w = NULL;
+                b8_qweight *w[64] = {0};
                 b8_err e;
-                if (b8_qweight_pack(W, sh->N, sh->K, ws, kn, &w, &e) != BERT8_OK) {
+                int packed = 0;
+                for (; packed < cold; packed++)
+                    if (b8_qweight_pack(W, sh->N, sh->K, ws, kn, &w[packed], &e) != BERT8_OK) break;
+                if (packed < cold) {
                     printf("%-28s %-9s pack failed: %s\n", kn, sh->name, e.msg);
+                    for (int i = 0; i < packed; i++) b8_qweight_free(w[i]);
                     continue;
                 }
                 for (int md = 0; md < 3; md++) {
                     if (md == MODE_GELU_S8 && sh->act != B8_ACT_GELU) continue;
                     double best = 1e30;
                     for (int r = 0; r < repeat; r++) {
-                        double sec = time_gemm(A, M, w, (mode)md, c32, cf, c8, bias, omul,
+                        double sec = time_gemm(A, M, w, cold, (mode)md, c32, cf, c8, bias, omul,
                                                min_time);
                         if (sec > 0 && sec < best) best = sec;
                     }
@@ -227,7 +243,7 @@ int main(int argc, char **argv) {
                            100.0 * rate / (STATED_PEAK_PER_CORE * tl[t]));
                     fflush(stdout);
                 }
-                b8_qweight_free(w);
+                for (int i = 0; i < cold; i++) b8_qweight_free(w[i]);
             }
         }
     }
