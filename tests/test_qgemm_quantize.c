@@ -9,6 +9,7 @@
 
 #include "base/cpu.h"
 #include "kernels/quantize/quantize.h"
+#include "kernels/rowops/rowops.h"
 
 int tcpu_spawn_with_cap(const char *isa, const char *child_arg);
 
@@ -219,13 +220,40 @@ TEST(nan_and_infinity_saturate_without_undefined_behaviour) {
     }
 }
 
+/* b8_layernorm_quantize_dynamic (dispatching, row-parallel) against the scalar LayerNorm then the
+ * scalar dynamic quantizer: the normalised rows, q and the row scales bit for bit. */
+static int fused_layernorm_dynamic_bad(int64_t rows) {
+    int bad = 0;
+    for (size_t s = 0; s < LEN(NS); s++) {
+        data d = make_data(rows, NS[s]);
+        const int64_t n = d.n, ld = d.ld, ldq = n + 3;
+        float *x0 = malloc(rows * ld * 4), *x1 = malloc(rows * ld * 4), *s0 = malloc(rows * 4), *s1 = malloc(rows * 4);
+        int8_t *q0 = calloc(rows * ldq, 1), *q1 = calloc(rows * ldq, 1);
+        memcpy(x0, d.x, rows * ld * 4);
+        memcpy(x1, d.x, rows * ld * 4);
+        for (int64_t r = 0; r < rows; r++) {
+            b8_layernorm_rows__scalar(x0 + r * ld, x0 + r * ld, 1, n, d.g, d.b, 1e-12f);
+            b8_quantize_dynamic__scalar(x0 + r * ld, ld, 1, n, d.mul, q0 + r * ldq, ldq, s0 + r);
+        }
+        b8_layernorm_quantize_dynamic(x1, ld, rows, n, d.g, d.b, 1e-12f, d.mul, q1, ldq, s1);
+        if (memcmp(x0, x1, rows * ld * 4) || memcmp(q0, q1, rows * ldq) || memcmp(s0, s1, rows * 4)) {
+            printf("  layernorm_quantize_dynamic differs from LayerNorm + dynamic: n=%lld rows=%lld\n",
+                   (long long)n, (long long)rows);
+            bad++;
+        }
+        free(x0), free(x1), free(s0), free(s1), free(q0), free(q1);
+        free_data(&d);
+    }
+    return bad;
+}
+
 static int dispatch_child(void) {
     twins pub = PUBLIC;
     pub.st = pub_static;
     pub.dy = pub_dynamic;
     pub.ln = pub_ln;
     /* 100 rows x 3072 is above the threshold where rows are split over threads. */
-    int bad = compare_twin(&pub, 100);
+    int bad = compare_twin(&pub, 100) + fused_layernorm_dynamic_bad(7) + fused_layernorm_dynamic_bad(100);
     printf("  cap %s (level %s): %d difference(s)\n", getenv("BERT8_MAX_ISA"),
            b8_isa_name(b8_cpu_level()), bad);
     return bad ? 1 : 0;

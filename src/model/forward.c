@@ -184,11 +184,17 @@ static void layernorm_par(float *x, int64_t M, int64_t n, const float *g, const 
     for (int64_t r = 0; r < M; r++) ln(x + r * n, x + r * n, 1, n, g, b, eps);
 }
 
-/* LayerNorm of the hidden state in place; when the Linear it feeds runs INT8 with a static
- * scale, the same pass also writes that Linear's smoothed int8 input into s->xq. */
+/* LayerNorm of the hidden state in place; when the Linear it feeds runs INT8, the same pass also
+ * writes that Linear's smoothed int8 input into s->xq: with its static scale folded into the
+ * LayerNorm, or with a scale per row (dynamic) into s->rowscale. */
 static void layernorm_next(bert8_session *s, int64_t M, const float *g, const float *b, const b8_qlinear *next) {
     const b8_config *c = &s->model->cfg;
     const int64_t H = c->hidden_size;
+    if (next && next->mode == B8_QMODE_DYNAMIC) {
+        b8_layernorm_quantize_dynamic(s->x.p, H, M, H, g, b, c->layer_norm_eps, next->in_mul, s->xq.p, H,
+                                      s->rowscale.p);
+        return;
+    }
     if (!next || next->mode != B8_QMODE_STATIC || !next->ln_qg) {
         layernorm_par(s->x.p, M, H, g, b, c->layer_norm_eps);
         return;
@@ -244,8 +250,10 @@ static bert8_status run_group(bert8_session *s, const b8_layer *ly, int64_t M, c
     return b8_qgemm(xq, q->k, M, q->packed, &ep, &s->gemm_ws, &s->err);
 }
 
-/* The int8 input a static group finds ready in s->xq (written by the LayerNorm before it). */
+/* The int8 input a group finds ready in s->xq (written by the LayerNorm before it, see
+ * layernorm_next; a dynamic group's row scales in s->rowscale). */
 static const int8_t *ln_ready(const bert8_session *s, const b8_qlinear *q) {
+    if (q && q->mode == B8_QMODE_DYNAMIC) return s->xq.p;
     return q && q->mode == B8_QMODE_STATIC && q->ln_qg ? s->xq.p : NULL;
 }
 

@@ -7,6 +7,7 @@
 
 #include "base/cpu.h"
 #include "kernels/dispatch.h"
+#include "kernels/rowops/rowops.h"
 
 #define LANES B8_QUANT_LANES
 
@@ -112,5 +113,17 @@ void b8_layernorm_quantize(const float *x, int64_t ldx, int64_t rows, int64_t n,
         b8_ln_quant pr = *p;
         if (pr.y) pr.y += r * pr.ldy;
         f(x + r * ldx, ldx, 1, n, &pr, q + r * ldq, ldq);
+    }
+}
+
+void b8_layernorm_quantize_dynamic(float *x, int64_t ldx, int64_t rows, int64_t n, const float *g,
+                                   const float *b, float eps, const float *mul, int8_t *q,
+                                   int64_t ldq, float *row_scale) {
+    b8_layernorm_fn ln = b8_layernorm_rows_best();
+    b8_quantize_dynamic_fn f = (b8_quantize_dynamic_fn)b8_dispatch(&b8_op_quantize_dynamic)->fn;
+#pragma omp parallel for schedule(static) if (rows * n >= PAR_ELEMS)
+    for (int64_t r = 0; r < rows; r++) {
+        ln(x + r * ldx, x + r * ldx, 1, n, g, b, eps);
+        f(x + r * ldx, ldx, 1, n, mul, q + r * ldq, ldq, row_scale + r);
     }
 }

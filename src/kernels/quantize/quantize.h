@@ -35,6 +35,12 @@ void b8_quantize_dynamic(const float *x, int64_t ldx, int64_t rows, int64_t n, c
                          int8_t *q, int64_t ldq, float *row_scale);
 void b8_layernorm_quantize(const float *x, int64_t ldx, int64_t rows, int64_t n,
                            const b8_ln_quant *p, int8_t *q, int64_t ldq);
+/* LayerNorm in place (x = fma((x - mean) * rstd, g, b), rowops' twins), then the dynamic
+ * quantizer on the same row while it is in L1: q and row_scale equal b8_quantize_dynamic of the
+ * normalised rows bit for bit, one pass over memory instead of two. */
+void b8_layernorm_quantize_dynamic(float *x, int64_t ldx, int64_t rows, int64_t n, const float *g,
+                                   const float *b, float eps, const float *mul, int8_t *q,
+                                   int64_t ldq, float *row_scale);
 
 /* The twins, one row range each, for tests and for callers that do their own threading. */
 typedef void (*b8_quantize_static_fn)(const float *x, int64_t ldx, int64_t rows, int64_t n,
