@@ -40,11 +40,11 @@ void b8_calib_progress(const char *what, int64_t done, int64_t total);
 
 /* ---- SmoothQuant pieces shared by bert8_quantize and the budget search (smoothquant.c) ---- */
 
-/* Checks what bert8_quantize checks of its parameters (a model not yet quantized, scheme,
- * alpha, unit_modes). */
 /* Settles the defaults of p that depend on the model: int8_attention -1 becomes 1 where the head
  * size is a multiple of 4 (what the INT8 attention kernels need), else 0. */
 void b8_quant_resolve(const bert8_model *fp32, bert8_quant_params *p);
+/* Checks what bert8_quantize checks of its parameters (a model not yet quantized, scheme,
+ * alpha, unit_modes), after b8_quant_resolve. */
 bert8_status b8_quant_check(const bert8_model *fp32, const bert8_quant_params *p, b8_err *e);
 
 /* Quantizes one Linear group (FP32 W [n][k], bias [n]) in the given INT8 mode from the
