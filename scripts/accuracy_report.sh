@@ -221,14 +221,14 @@ jget() { sed -n "s/.*\"$2\":\(-\{0,1\}[0-9.eE+-]*\).*/\1/p" <<<"$1"; }
 
 # variants: id, label, quantize arguments ("" = the FP32 folder itself)
 VARIANTS=("fp32|FP32|"
-          "static_a0.5|static, SmoothQuant alpha 0.5|--scheme static --alpha 0.5 --attention fp32"
-          "static_auto|static, SmoothQuant alpha auto|--scheme static --alpha auto --attention fp32"
-          "dynamic_a0.5|dynamic, SmoothQuant alpha 0.5|--scheme dynamic --alpha 0.5 --attention fp32"
-          "dynamic_auto|dynamic, SmoothQuant alpha auto|--scheme dynamic --alpha auto --attention fp32"
-          "static_a0.5_att8|static, alpha 0.5, INT8 attention|--scheme static --alpha 0.5 --attention int8"
-          "dynamic_a0.5_att8|dynamic, alpha 0.5, INT8 attention|--scheme dynamic --alpha 0.5 --attention int8"
-          "naive_static|naive W8A8 static (no smoothing)|--scheme static --alpha none --attention fp32"
-          "naive_dynamic|naive W8A8 dynamic (no smoothing)|--scheme dynamic --alpha none --attention fp32")
+          "static_a0.5|static, SmoothQuant alpha 0.5, FP32 attention|--scheme static --alpha 0.5 --attention fp32"
+          "static_auto|static, SmoothQuant alpha auto, FP32 attention|--scheme static --alpha auto --attention fp32"
+          "dynamic_a0.5|dynamic, SmoothQuant alpha 0.5, FP32 attention|--scheme dynamic --alpha 0.5 --attention fp32"
+          "dynamic_auto|dynamic, SmoothQuant alpha auto, FP32 attention|--scheme dynamic --alpha auto --attention fp32"
+          "static_a0.5_att8|static, alpha 0.5, INT8 attention (the default)|--scheme static --alpha 0.5 --attention int8"
+          "dynamic_a0.5_att8|dynamic, alpha 0.5, INT8 attention (the default)|--scheme dynamic --alpha 0.5 --attention int8"
+          "naive_static|naive W8A8 static (no smoothing, FP32 attention)|--scheme static --alpha none --attention fp32"
+          "naive_dynamic|naive W8A8 dynamic (no smoothing, FP32 attention)|--scheme dynamic --alpha none --attention fp32")
 
 MODELS_JSON=()
 MD_TABLES=""
