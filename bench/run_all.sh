@@ -16,5 +16,7 @@ for scheme in static dynamic; do
 done
 echo "== INT8 GEMM kernels on the BERT-base shapes, M = 1024"
 build/bench_qgemm --threads 1,2
+echo "== LayerNorm -> int8 rows, M = 1024, 1 and 2 threads, by the core that wrote the rows"
+build/bench_layernorm
 echo "== tokenizers"
 build/bench/bench_tokenizer --shared "$SHARED"
