@@ -105,3 +105,20 @@ int64_t golden_compare(const golden_case *c, const char *key, const bert8_tensor
     why[0] = 0;
     return bad;
 }
+
+void golden_set_load(golden_set *s, const char *model) {
+    memset(s, 0, sizeof *s);
+    s->root = golden_load(model);
+    int n = s->root ? golden_case_count(s->root) : 0;
+    for (int i = 0; i < n && s->n < GOLDEN_SET_MAX; i++) {
+        if (golden_case_get(s->root, i, &s->c[s->n]) != 0) continue;
+        golden_case *g = &s->c[s->n];
+        bert8_batch b = {g->B, g->T, g->ids, g->mask, g->types};
+        s->b[s->n++] = b;
+    }
+}
+
+void golden_set_free(golden_set *s) {
+    for (int i = 0; i < s->n; i++) golden_case_free(&s->c[i]);
+    cJSON_Delete(s->root);
+}

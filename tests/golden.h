@@ -20,6 +20,17 @@ cJSON *golden_load(const char *model);
 int golden_case_get(const cJSON *root, int i, golden_case *c);
 void golden_case_free(golden_case *c);
 int golden_case_count(const cJSON *root);
+/* The first cases of one model (at most GOLDEN_SET_MAX) with their batches, for tests that run
+ * every case; cases that do not parse are skipped. Free with golden_set_free. */
+#define GOLDEN_SET_MAX 8
+typedef struct golden_set {
+    cJSON *root;
+    golden_case c[GOLDEN_SET_MAX];
+    bert8_batch b[GOLDEN_SET_MAX];
+    int n;
+} golden_set;
+void golden_set_load(golden_set *s, const char *model);
+void golden_set_free(golden_set *s);
 /* Compares an output tensor against the golden key, only rows whose mask is 1 when the tensor
  * is per-token; returns the number of elements outside |a-b| <= atol + rtol*|b| and the max error. */
 int64_t golden_compare(const golden_case *c, const char *key, const bert8_tensor *t, double atol,

@@ -15,30 +15,6 @@
 #define MODEL "bert_seqcls" /* 2 layers: 10 units */
 #define NU 10
 
-typedef struct cases {
-    cJSON *root;
-    golden_case c[8];
-    bert8_batch b[8];
-    int n;
-} cases;
-
-static void cases_load(cases *cs, const char *model) {
-    memset(cs, 0, sizeof *cs);
-    cs->root = golden_load(model);
-    int n = cs->root ? golden_case_count(cs->root) : 0;
-    for (int i = 0; i < n && cs->n < 8; i++) {
-        if (golden_case_get(cs->root, i, &cs->c[cs->n]) != 0) continue;
-        golden_case *g = &cs->c[cs->n];
-        bert8_batch b = {g->B, g->T, g->ids, g->mask, g->types};
-        cs->b[cs->n++] = b;
-    }
-}
-
-static void cases_free(cases *cs) {
-    for (int i = 0; i < cs->n; i++) golden_case_free(&cs->c[i]);
-    cJSON_Delete(cs->root);
-}
-
 /* Units: 0 L0 qkv, 1 L0 attention_output, 2 L0 ffn_in, 3 L0 ffn_out, 4 L0 attention, 5..9 the
  * same in L1. Penalties are binary fractions, so every score below is exact. Without
  * int8_attention the attention units (4, 9) stay FP32 and are not searched. */
@@ -104,7 +80,7 @@ static void count_event(void *ctx, const bert8_budget_event *ev) {
 
 typedef struct fixture {
     bert8_model *f;
-    cases cs;
+    golden_set cs;
 } fixture;
 
 static bool fixture_open(fixture *x) {
@@ -112,14 +88,14 @@ static bool fixture_open(fixture *x) {
     memset(x, 0, sizeof *x);
     CHECKF(bert8_model_load(tu_shared_path("golden/models/" MODEL), NULL, &x->f, err, sizeof err) == 0, "%s", err);
     if (!x->f) return false;
-    cases_load(&x->cs, MODEL);
+    golden_set_load(&x->cs, MODEL);
     CHECK(x->cs.n > 0);
     CHECK(bert8_model_unit_count(x->f) == NU);
     return x->cs.n > 0;
 }
 
 static void fixture_close(fixture *x) {
-    cases_free(&x->cs);
+    golden_set_free(&x->cs);
     bert8_model_free(x->f);
 }
 

@@ -15,30 +15,6 @@ static const char *const MODELS[] = {"bert_model", "bert_gelu_new", "bert_seqcls
                                      "xlmr_e2e"};
 #define NMODELS (sizeof MODELS / sizeof *MODELS)
 
-typedef struct cases {
-    cJSON *root;
-    golden_case c[8];
-    bert8_batch b[8];
-    int n;
-} cases;
-
-static void cases_load(cases *cs, const char *model) {
-    memset(cs, 0, sizeof *cs);
-    cs->root = golden_load(model);
-    int n = cs->root ? golden_case_count(cs->root) : 0;
-    for (int i = 0; i < n && cs->n < 8; i++) {
-        if (golden_case_get(cs->root, i, &cs->c[cs->n]) != 0) continue;
-        golden_case *g = &cs->c[cs->n];
-        bert8_batch b = {g->B, g->T, g->ids, g->mask, g->types};
-        cs->b[cs->n++] = b;
-    }
-}
-
-static void cases_free(cases *cs) {
-    for (int i = 0; i < cs->n; i++) golden_case_free(&cs->c[i]);
-    cJSON_Delete(cs->root);
-}
-
 /* cosine similarity of two tensors over positions whose mask is 1 (per-token tensors) */
 static double cosine(const bert8_tensor *a, const bert8_tensor *b, const int32_t *mask, int64_t B, int64_t T) {
     int64_t total = 1;
@@ -82,7 +58,7 @@ static void free_outs(outs_copy *o) {
 static const char *const OUT_NAMES[5] = {"last_hidden_state", "pooler_output", "logits", "start_logits", "end_logits"};
 
 /* Runs fp32 and int8 on every case; checks cosine >= 0.99 and classification argmax. */
-static void compare_models(const char *name, bert8_model *f, bert8_model *q, cases *cs, const char *what,
+static void compare_models(const char *name, bert8_model *f, bert8_model *q, golden_set *cs, const char *what,
                            double *worst_cos) {
     bert8_session *sf = NULL, *sq = NULL;
     bert8_session_create(f, &sf);
@@ -138,8 +114,8 @@ static void check_model(const char *name) {
     bert8_model *f = NULL;
     CHECKF(bert8_model_load(tu_shared_path(rel), NULL, &f, err, sizeof err) == BERT8_OK, "%s", err);
     if (!f) return;
-    cases cs;
-    cases_load(&cs, name);
+    golden_set cs;
+    golden_set_load(&cs, name);
     struct {
         bert8_scheme scheme;
         float alpha;
@@ -172,7 +148,7 @@ static void check_model(const char *name) {
     printf("  %s: worst hidden-state cosine static %.5f, dynamic %.5f, auto %.5f, naive %.5f, int8 attention "
            "(+ int8 embeddings) static %.5f, int8 attention dynamic %.5f\n",
            name, worst[0], worst[1], worst[2], worst[3], worst[4], worst[5]);
-    cases_free(&cs);
+    golden_set_free(&cs);
     bert8_model_free(f);
 }
 
@@ -187,8 +163,8 @@ static void roundtrip(const char *name, bert8_scheme scheme, int int8_attention)
     bert8_model *f = NULL, *q = NULL, *r = NULL;
     CHECKF(bert8_model_load(tu_shared_path(rel), NULL, &f, err, sizeof err) == 0, "%s", err);
     if (!f) return;
-    cases cs;
-    cases_load(&cs, name);
+    golden_set cs;
+    golden_set_load(&cs, name);
     bert8_quant_params p = bert8_default_quant_params();
     p.scheme = scheme;
     p.int8_attention = int8_attention;
@@ -226,7 +202,7 @@ static void roundtrip(const char *name, bert8_scheme scheme, int int8_attention)
     bert8_model_free(r);
     bert8_model_free(q);
     bert8_model_free(f);
-    cases_free(&cs);
+    golden_set_free(&cs);
 }
 
 TEST(quantized_folder_roundtrips) {
@@ -259,8 +235,8 @@ TEST(default_attention_is_int8_where_the_head_size_allows) {
         bert8_model *f = NULL, *q = NULL;
         CHECKF(bert8_model_load(tu_shared_path(rel), NULL, &f, err, sizeof err) == 0, "%s", err);
         if (!f) continue;
-        cases cs;
-        cases_load(&cs, names[i]);
+        golden_set cs;
+        golden_set_load(&cs, names[i]);
         bert8_quant_params p = bert8_default_quant_params();
         CHECK(p.int8_attention == -1);
         const int layers = (int)bert8_model_get_info(f)->num_layers;
@@ -284,7 +260,7 @@ TEST(default_attention_is_int8_where_the_head_size_allows) {
         p.int8_attention = -2;
         CHECK(bert8_quantize(f, cs.b, (size_t)cs.n, &p, &q, err, sizeof err) == BERT8_ERR_INVALID_ARG && !q);
         bert8_model_free(f);
-        cases_free(&cs);
+        golden_set_free(&cs);
     }
 }
 
@@ -343,8 +319,8 @@ TEST(corrupted_quantized_files_rejected) {
     bert8_model *f = NULL, *q = NULL;
     CHECKF(bert8_model_load(tu_shared_path(rel), NULL, &f, err, sizeof err) == 0, "%s", err);
     if (!f) return;
-    cases cs;
-    cases_load(&cs, "bert_seqcls");
+    golden_set cs;
+    golden_set_load(&cs, "bert_seqcls");
     bert8_quant_params p = bert8_default_quant_params();
     CHECKF(bert8_quantize(f, cs.b, (size_t)cs.n, &p, &q, err, sizeof err) == 0, "%s", err);
     snprintf(good, sizeof good, "%s/q-good", tu_tmpdir());
@@ -375,7 +351,7 @@ TEST(corrupted_quantized_files_rejected) {
     expect_rejected(bad, "quantization_config.json", "missing quantization_config.json");
     bert8_model_free(q);
     bert8_model_free(f);
-    cases_free(&cs);
+    golden_set_free(&cs);
 }
 
 int main(void) {
