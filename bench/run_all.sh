@@ -18,5 +18,7 @@ echo "== INT8 GEMM kernels on the BERT-base shapes, M = 1024"
 build/bench_qgemm --threads 1,2
 echo "== LayerNorm -> int8 rows, M = 1024, 1 and 2 threads, by the core that wrote the rows"
 build/bench_layernorm
+echo "== packed INT8 weights on huge pages or not, batch 1 x 128, alternated in one process"
+build/bench_hugepages "$CKPT" --batch 1 --seq 128 --rounds 30
 echo "== tokenizers"
 build/bench/bench_tokenizer --shared "$SHARED"

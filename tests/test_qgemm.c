@@ -550,6 +550,56 @@ TEST(invalid_max_isa_is_reported_by_pack) {
     CHECK(tcpu_spawn_with_cap("avx512vnni", "--invalid-cap-child") == 0);
 }
 
+/* The huge-page arena: every runnable kernel's weights (the oracle's copy too) gathered into one
+ * arena and then into a second one give the same int32 as before, unpack to the same bytes, and
+ * free cleanly in either order of weights; BERT8_HUGE_PAGES=0 leaves the weights in place. */
+TEST(weights_gathered_into_an_arena_give_the_same_results) {
+    const int64_t M = 37, N = 70, K = 300;
+    int8_t *A = malloc((size_t)(M * K)), *W = malloc((size_t)(N * K)), *back = malloc((size_t)(N * K));
+    float *ws = malloc((size_t)N * sizeof(float));
+    int32_t *ref = malloc((size_t)(M * N) * 4), *got = malloc((size_t)(M * N) * 4);
+    fill_s8(A, (size_t)(M * K));
+    fill_s8(W, (size_t)(N * K));
+    for (int64_t n = 0; n < N; n++) ws[n] = 1.0f;
+    b8_qweight *q[16];
+    int n = 0;
+    for (int i = 0; i < b8_qgemm_kernel_count() && n < 15; i++)
+        if (kernel_runs_here(i) && (q[n] = pack(W, N, K, ws, b8_qgemm_kernel_name(i)))) n++;
+    q[n++] = NULL; /* skipped */
+    CHECK(n >= 3);
+    b8_err e;
+    b8_err_clear(&e);
+    CHECK(b8_qgemm_s32(A, K, M, q[0], ref, N, &e) == BERT8_OK);
+    b8_qarena *a1 = NULL, *a2 = NULL;
+    CHECK(b8_qweights_gather(q, n, &a1, &e) == BERT8_OK && a1 && b8_qarena_bytes(a1) >= (size_t)(N * K));
+    CHECK(b8_qweights_gather(q, n, &a2, &e) == BERT8_OK && a2);
+    b8_qarena_free(a1); /* nothing points into it any more */
+    for (int i = 0; i + 1 < n; i++) {
+        memset(got, 0x5a, (size_t)(M * N) * 4);
+        CHECKF(b8_qgemm_s32(A, K, M, q[i], got, N, &e) == BERT8_OK && !memcmp(got, ref, (size_t)(M * N) * 4),
+               "%s after the arena", b8_qweight_kernel_name(q[i]));
+        if (b8_qweight_unpack(q[i], back, NULL) == BERT8_OK)
+            CHECKF(!memcmp(back, W, (size_t)(N * K)), "%s unpacks differently", b8_qweight_kernel_name(q[i]));
+    }
+    for (int i = n - 2; i >= 0; i--) b8_qweight_free(q[i]);
+    b8_qarena_free(a2);
+    /* switched off: nothing moves */
+    b8_qweight *w = pack(W, N, K, ws, NULL);
+    CHECK(w);
+    setenv("BERT8_HUGE_PAGES", "0", 1);
+    b8_qarena *a3 = (b8_qarena *)1;
+    CHECK(b8_qweights_gather(&w, 1, &a3, &e) == BERT8_OK && a3 == NULL);
+    unsetenv("BERT8_HUGE_PAGES");
+    CHECK(b8_qgemm_s32(A, K, M, w, got, N, &e) == BERT8_OK && !memcmp(got, ref, (size_t)(M * N) * 4));
+    b8_qweight_free(w);
+    free(A);
+    free(W);
+    free(back);
+    free(ws);
+    free(ref);
+    free(got);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--cap-child") == 0) return cap_child();
     if (argc > 1 && strcmp(argv[1], "--invalid-cap-child") == 0) return invalid_cap_child();
@@ -571,5 +621,6 @@ int main(int argc, char **argv) {
     RUN(every_isa_cap_runs_the_kernels_it_allows);
     RUN(invalid_max_isa_is_reported_by_pack);
     RUN(environment_can_force_a_kernel_for_every_layer);
+    RUN(weights_gathered_into_an_arena_give_the_same_results);
     return tu_finish();
 }

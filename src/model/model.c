@@ -384,6 +384,23 @@ bert8_status b8_model_prepare_int8(bert8_model *m, b8_err *e) {
             ly->f32[g] = NULL;
         }
     }
+    /* Every layer's packed weights into one huge-page arena (again after a change: the new
+     * arena takes the weights of the old one, which is then freed). */
+    int64_t n = m->cfg.num_layers * B8_GROUP_COUNT, k = 0;
+    if (n <= 0) return BERT8_OK;
+    b8_qweight **ws = calloc((size_t)n, sizeof *ws);
+    if (!ws) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+    for (int64_t l = 0; l < m->cfg.num_layers; l++)
+        for (int g = 0; g < B8_GROUP_COUNT; g++)
+            if (m->layers[l].q[g]) ws[k++] = m->layers[l].q[g]->packed;
+    b8_qarena *a = NULL;
+    st = b8_qweights_gather(ws, k, &a, e);
+    free(ws);
+    if (st) return st;
+    if (a) {
+        b8_qarena_free(m->qarena);
+        m->qarena = a;
+    }
     return BERT8_OK;
 }
 
@@ -655,6 +672,7 @@ void bert8_model_free(bert8_model *m) {
         }
         free(m->layers);
     }
+    b8_qarena_free(m->qarena); /* after the weights that point into it */
     b8_sgemm_w_free(m->pooler.f32);
     b8_sgemm_w_free(m->cls_dense.f32);
     b8_sgemm_w_free(m->cls_out.f32);

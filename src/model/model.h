@@ -57,6 +57,7 @@ struct bert8_model {
     bool int8_embeddings;       /* word_emb_q in use */
     int8_t *own_emb_q;          /* the int8 rows and scales when the model made them (quantize) */
     float *own_emb_scale;
+    b8_qarena *qarena;          /* the packed INT8 weights of every layer (b8_model_prepare_int8) */
     /* converted tensors (F16/BF16 or unaligned F32) owned by the model */
     float **owned;
     size_t n_owned, cap_owned;

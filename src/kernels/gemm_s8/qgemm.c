@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 
 /* Best first: the first entry this CPU allows (and that may be auto-selected) wins. */
 static const b8_qkernel kernels[] = {
@@ -231,11 +232,77 @@ bert8_status b8_qweight_pack(const int8_t *w, int64_t N, int64_t K, const float 
 void b8_qweight_free(b8_qweight *w) {
     if (!w) return;
     if (w->kernel && w->kernel->release) w->kernel->release(w);
-    b8_free_aligned(w->packed);
+    if (!w->in_arena) b8_free_aligned(w->packed);
     b8_free_aligned(w->comp);
     b8_free_aligned(w->w_scale);
     free(w);
 }
+
+/* ---- the weight arena ---- */
+
+struct b8_qarena {
+    void *base;
+    size_t bytes;
+};
+
+#define ARENA_ALIGN ((size_t)2 << 20) /* a transparent huge page */
+
+static size_t round_up_size(size_t x, size_t m) { return (x + m - 1) / m * m; }
+
+bert8_status b8_qweights_gather(b8_qweight *const *ws, int64_t n, b8_qarena **out, b8_err *e) {
+    *out = NULL;
+    const char *env = getenv("BERT8_HUGE_PAGES");
+    if (env && !strcmp(env, "0")) return BERT8_OK;
+    size_t total = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const b8_qweight *w = ws[i];
+        if (!w || !w->kernel->blis || !w->packed || !w->packed_bytes) continue;
+        if (!b8_add_ok(total, round_up_size(w->packed_bytes, 64), &total))
+            return b8_fail(e, BERT8_ERR_TOO_LARGE, "packed weights overflow size_t");
+    }
+    if (!total) return BERT8_OK;
+    size_t bytes = round_up_size(total, 4096), span;
+    if (!b8_add_ok(bytes, ARENA_ALIGN, &span))
+        return b8_fail(e, BERT8_ERR_TOO_LARGE, "packed weights overflow size_t");
+    /* Map ARENA_ALIGN more than needed, then unmap what lies outside the aligned block. */
+    uint8_t *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
+        return b8_fail(e, BERT8_ERR_NOMEM, "out of memory for %zu bytes of packed weights", bytes);
+    uint8_t *base = (uint8_t *)round_up_size((size_t)raw, ARENA_ALIGN);
+    if (base > raw) munmap(raw, (size_t)(base - raw));
+    if (raw + span > base + bytes) munmap(base + bytes, (size_t)(raw + span - (base + bytes)));
+#ifdef MADV_HUGEPAGE
+    madvise(base, bytes, MADV_HUGEPAGE); /* advice only: without THP the arena still works */
+#endif
+    b8_qarena *a = malloc(sizeof *a);
+    if (!a) {
+        munmap(base, bytes);
+        return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+    }
+    a->base = base;
+    a->bytes = bytes;
+    size_t off = 0;
+    for (int64_t i = 0; i < n; i++) {
+        b8_qweight *w = ws[i];
+        if (!w || !w->kernel->blis || !w->packed || !w->packed_bytes) continue;
+        int8_t *dst = (int8_t *)(base + off);
+        memcpy(dst, w->packed, w->packed_bytes);
+        if (!w->in_arena) b8_free_aligned(w->packed);
+        w->packed = dst;
+        w->in_arena = 1;
+        off += round_up_size(w->packed_bytes, 64);
+    }
+    *out = a;
+    return BERT8_OK;
+}
+
+void b8_qarena_free(b8_qarena *a) {
+    if (!a) return;
+    munmap(a->base, a->bytes);
+    free(a);
+}
+
+size_t b8_qarena_bytes(const b8_qarena *a) { return a ? a->bytes : 0; }
 
 bert8_status b8_qweight_unpack(const b8_qweight *w, int8_t *dst, b8_err *e) {
     if (!w || !dst) return b8_fail(e, BERT8_ERR_INVALID_ARG, "qweight_unpack: NULL argument");

@@ -50,6 +50,19 @@ typedef struct b8_qepilogue {
 bert8_status b8_qweight_pack(const int8_t *w, int64_t N, int64_t K, const float *w_scale,
                              const char *force_kernel, b8_qweight **out, b8_err *e);
 void b8_qweight_free(b8_qweight *w); /* NULL is a no-op */
+
+/* One block of memory for the packed weights of many layers, on 2 MiB-aligned pages that Linux is
+ * advised to back with transparent huge pages (madvise): a forward pass streams every layer's
+ * weights from memory, and with 4 KiB pages each 4 KiB costs a TLB miss and a restart of the
+ * hardware prefetcher. b8_qweights_gather copies the packed weights of ws[0..n) (NULL entries
+ * and backends with an opaque layout are skipped) into a new arena and frees their old copies
+ * (or leaves an older arena to its owner, who frees it once nothing points into it). The weights
+ * work as before; free them, then the arena. *out is NULL when there was nothing to gather or
+ * BERT8_HUGE_PAGES=0 is set in the environment (the weights then stay where they were). */
+typedef struct b8_qarena b8_qarena;
+bert8_status b8_qweights_gather(b8_qweight *const *ws, int64_t n, b8_qarena **out, b8_err *e);
+void b8_qarena_free(b8_qarena *a); /* NULL is a no-op */
+size_t b8_qarena_bytes(const b8_qarena *a);
 /* The int8 weights [N][K] back out of the packed layout (so the caller need not keep a copy);
  * BERT8_ERR_UNSUPPORTED for a backend whose layout is opaque (oneDNN). */
 bert8_status b8_qweight_unpack(const b8_qweight *w, int8_t *dst, b8_err *e);

@@ -65,6 +65,7 @@ struct b8_qweight {
     int32_t *comp;      /* [Np] 128 * sum_k W[n][k], or NULL */
     int8_t *packed;     /* BLIS kernels: [Np/nr][Kp/kq][nr][kq]; oracle: W copy [N][K] */
     size_t packed_bytes;
+    int in_arena;       /* packed lies in a b8_qarena (b8_qweights_gather), not freed with w */
     void *backend;      /* oneDNN state */
 };
 
