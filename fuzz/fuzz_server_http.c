@@ -41,6 +41,7 @@ static srv_server *start(const char *model, const char *api_key) {
     atomic_init(&s->state, SRV_LOADING);
     atomic_init(&s->inflight, 0);
     atomic_init(&s->active, 0);
+    atomic_init(&s->admitting, 0);
     char err[1024];
     bert8_pipeline_params pp = bert8_default_pipeline_params();
     pp.threads = 1;

@@ -275,8 +275,13 @@ void srv_http_stop(srv_server *s, int timeout_s) {
     MHD_socket fd = MHD_quiesce_daemon(s->daemon); /* no new connections */
     if (fd != MHD_INVALID_SOCKET) close(fd);
     atomic_store(&s->state, SRV_STOPPING);
-    srv_sched_stop(s->sched); /* runs what is queued; every suspended connection is resumed */
     int64_t deadline = srv_now_ns() + (int64_t)timeout_s * 1000000000;
+    /* requests that found the server ready finish their way into the queue first */
+    while (atomic_load(&s->admitting) > 0 && srv_now_ns() < deadline) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    srv_sched_stop(s->sched); /* runs what is queued; every suspended connection is resumed */
     while (atomic_load(&s->active) > 0 && srv_now_ns() < deadline) {
         struct timespec ts = {0, 10 * 1000000};
         nanosleep(&ts, NULL);

@@ -710,8 +710,8 @@ static void call_release(srv_server *s, srv_call *c) {
 
 void srv_call_free(srv_server *s, srv_call *c) { call_release(s, c); }
 
-int srv_route_begin(srv_server *s, srv_route_id route, char *body, size_t len, srv_response *r, srv_call **out,
-                    void (*done)(srv_job *, void *), void *arg) {
+static int route_begin(srv_server *s, srv_route_id route, char *body, size_t len, srv_response *r, srv_call **out,
+                       void (*done)(srv_job *, void *), void *arg) {
     *out = NULL;
     *r = (srv_response){0};
     int state = atomic_load(&s->state);
@@ -795,6 +795,18 @@ int srv_route_begin(srv_server *s, srv_route_id route, char *body, size_t len, s
     }
     *out = c;
     return 1;
+}
+
+/* Counted in s->admitting from before the state is read until the job is queued or refused:
+ * srv_http_stop sets SRV_STOPPING, then waits for the count to fall to 0 before it stops the
+ * scheduler, so a request that found the server ready (and may still be tokenizing) is queued
+ * and answered, never refused with 503 half way. */
+int srv_route_begin(srv_server *s, srv_route_id route, char *body, size_t len, srv_response *r, srv_call **out,
+                    void (*done)(srv_job *, void *), void *arg) {
+    atomic_fetch_add(&s->admitting, 1);
+    int rc = route_begin(s, route, body, len, r, out, done, arg);
+    atomic_fetch_sub(&s->admitting, 1);
+    return rc;
 }
 
 /* ---- responses ----------------------------------------------------------------------------- */

@@ -75,6 +75,7 @@ int cmd_serve(int argc, char **argv) {
     atomic_init(&s->state, SRV_LOADING);
     atomic_init(&s->inflight, 0);
     atomic_init(&s->active, 0);
+    atomic_init(&s->admitting, 0);
     char err[1024] = "";
     rc = 1;
     s->metrics = srv_metrics_new();

@@ -166,6 +166,7 @@ typedef struct srv_server {
     srv_metrics *metrics;
     _Atomic int64_t inflight;    /* inputs holding a permit */
     _Atomic int64_t active;      /* requests between their first byte and their completion */
+    _Atomic int64_t admitting;   /* requests in srv_route_begin: from reading the state to queueing */
     struct MHD_Daemon *daemon;
 } srv_server;
 
