@@ -57,8 +57,9 @@ void b8_qweight_free(b8_qweight *w); /* NULL is a no-op */
  * hardware prefetcher. b8_qweights_gather copies the packed weights of ws[0..n) (NULL entries
  * and backends with an opaque layout are skipped) into a new arena and frees their old copies
  * (or leaves an older arena to its owner, who frees it once nothing points into it). The weights
- * work as before; free them, then the arena. *out is NULL when there was nothing to gather or
- * BERT8_HUGE_PAGES=0 is set in the environment (the weights then stay where they were). */
+ * work as before; free them, then the arena. *out is NULL when there was nothing to gather,
+ * when the memory could not be mapped, or when BERT8_HUGE_PAGES=0 is set in the environment (the
+ * weights then stay where they were: the arena is an optimisation, never a reason to fail). */
 typedef struct b8_qarena b8_qarena;
 bert8_status b8_qweights_gather(b8_qweight *const *ws, int64_t n, b8_qarena **out, b8_err *e);
 void b8_qarena_free(b8_qarena *a); /* NULL is a no-op */
