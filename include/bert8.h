@@ -187,10 +187,10 @@ typedef enum bert8_op {
     BERT8_OP_EMBED,      /* embeddings + their LayerNorm */
     BERT8_OP_QKV,        /* the Q, K, V projection */
     BERT8_OP_ATTENTION,  /* scores, softmax, context */
-    BERT8_OP_ATTN_OUT,   /* attention output projection (+ residual) */
+    BERT8_OP_ATTN_OUT,   /* attention output projection (+ residual; INT8: + the LayerNorm after it) */
     BERT8_OP_FFN_IN,     /* FFN first Linear (+ activation) */
-    BERT8_OP_FFN_OUT,    /* FFN second Linear (+ residual) */
-    BERT8_OP_NORM,       /* encoder LayerNorms (and their fused int8 output) */
+    BERT8_OP_FFN_OUT,    /* FFN second Linear (+ residual; INT8: + the LayerNorm after it) */
+    BERT8_OP_NORM,       /* encoder LayerNorms after an FP32 Linear (and their fused int8 output) */
     BERT8_OP_QUANTIZE,   /* stand-alone activation quantization */
     BERT8_OP_HEAD,       /* pooler and task head */
     BERT8_OP_COUNT

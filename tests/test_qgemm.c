@@ -409,6 +409,86 @@ TEST(results_do_not_depend_on_thread_count) {
     free(o2);
 }
 
+/* rows_done (a row operation fused into the product, the model's LayerNorm): every row is passed
+ * exactly once, when all its columns hold their final values, and nothing writes to it after. */
+typedef struct rows_probe {
+    const float *ref, *out;
+    float *out_w;
+    int64_t N, ldc;
+    int *seen;
+    int bad;
+} rows_probe;
+
+static void probe_rows(void *ctx, int64_t m0, int64_t m1) {
+    rows_probe *p = ctx;
+    for (int64_t m = m0; m < m1; m++) {
+        __atomic_fetch_add(&p->seen[m], 1, __ATOMIC_RELAXED);
+        if (memcmp(p->out + m * p->ldc, p->ref + m * p->ldc, (size_t)p->N * 4))
+            __atomic_fetch_add(&p->bad, 1, __ATOMIC_RELAXED);
+        for (int64_t n = 0; n < p->N; n++) p->out_w[m * p->ldc + n] = -1.0f; /* the "LayerNorm" */
+    }
+}
+
+TEST(rows_done_gets_each_finished_row_once) {
+    static const int64_t Ms[] = {1, 9, 16, 40, 100, 301};
+    static const int64_t shapes[][2] = {{17, 65}, {130, 257}, {800, 768}}; /* N, K: 800 x 768 spans two L2 blocks of W */
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(2);
+    for (size_t si = 0; si < LEN(shapes); si++) {
+        const int64_t N = shapes[si][0], K = shapes[si][1], ldc = N + 3, Mmax = 301;
+        int8_t *A = malloc(Mmax * K), *W = malloc(N * K);
+        float *ws = malloc(N * 4), *bias = malloc(N * 4), as = 0.01f;
+        float *res = malloc(Mmax * ldc * 4), *ref = malloc(Mmax * ldc * 4), *out = malloc(Mmax * ldc * 4);
+        int *seen = malloc(Mmax * sizeof(int));
+        fill_s8(A, Mmax * K);
+        fill_s8(W, N * K);
+        for (int64_t n = 0; n < N; n++) {
+            ws[n] = rndf(0.5f, 2.0f) / (float)K;
+            bias[n] = rndf(-1.0f, 1.0f);
+        }
+        for (int64_t i = 0; i < Mmax * ldc; i++) res[i] = rndf(-3.0f, 3.0f);
+        for (int ki = 0; ki < b8_qgemm_kernel_count(); ki++) {
+            if (!kernel_runs_here(ki)) continue;
+            const char *name = b8_qgemm_kernel_name(ki);
+            b8_qweight *q = pack(W, N, K, ws, name);
+            CHECK(q != NULL);
+            for (size_t mi = 0; q && mi < LEN(Ms); mi++) {
+                const int64_t M = Ms[mi];
+                b8_err e;
+                /* the reference: the same product without rows_done, residual in place as in the model */
+                memcpy(ref, res, M * ldc * 4);
+                b8_qepilogue ep = {.a_scale = &as, .bias = bias, .residual = ref, .ld_res = ldc, .out_f32 = ref, .ldc = ldc};
+                CHECK(b8_qgemm(A, K, M, q, &ep, NULL, &e) == BERT8_OK);
+                memcpy(out, res, M * ldc * 4);
+                memset(seen, 0, M * sizeof(int));
+                rows_probe pr = {ref, out, out, N, ldc, seen, 0};
+                ep.residual = ep.out_f32 = out;
+                ep.rows_done = probe_rows;
+                ep.rows_ctx = &pr;
+                CHECK(b8_qgemm(A, K, M, q, &ep, NULL, &e) == BERT8_OK);
+                int once = 1, marked = 1;
+                for (int64_t m = 0; m < M; m++) {
+                    once &= seen[m] == 1;
+                    for (int64_t n = 0; n < N; n++) marked &= out[m * ldc + n] == -1.0f;
+                }
+                CHECKF(once && marked && pr.bad == 0,
+                       "%s M=%lld N=%lld K=%lld: each row once %d, untouched after %d, complete when passed (rows not: %d)",
+                       name, (long long)M, (long long)N, (long long)K, once, marked, pr.bad);
+            }
+            b8_qweight_free(q);
+        }
+        free(A);
+        free(W);
+        free(ws);
+        free(bias);
+        free(res);
+        free(ref);
+        free(out);
+        free(seen);
+    }
+    omp_set_num_threads(saved);
+}
+
 TEST(bad_arguments_are_reported) {
     int8_t w[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, a[4] = {1, 1, 1, 1};
     float ws[3] = {1, 1, 1}, as = 1, out[3], omul[3] = {1, 1, 1};
@@ -617,6 +697,7 @@ int main(int argc, char **argv) {
     RUN(fused_epilogues_are_bit_exact_for_own_kernels);
     RUN(onednn_fused_outputs_within_tolerance);
     RUN(results_do_not_depend_on_thread_count);
+    RUN(rows_done_gets_each_finished_row_once);
     RUN(selection_respects_level_and_refuses_kernels_the_cpu_cannot_run);
     RUN(every_isa_cap_runs_the_kernels_it_allows);
     RUN(invalid_max_isa_is_reported_by_pack);

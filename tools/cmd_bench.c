@@ -123,7 +123,15 @@ static void cost(const bert8_model_info *in, const work *w, bool packed, bool in
     c->bytes[BERT8_OP_EMBED] = 3 * M * H * 4;
     c->bytes[BERT8_OP_QUANTIZE] = int8 ? L * M * H * 5 : 0;
     c->bytes[BERT8_OP_HEAD] = H * H * 4 + B * H * 8;
-    for (int i = BERT8_OP_QKV; i <= BERT8_OP_FFN_OUT; i++) c->useful += c->ops[i];
+    c->useful = c->ops[BERT8_OP_QKV] + c->ops[BERT8_OP_ATTENTION] + c->ops[BERT8_OP_ATTN_OUT] +
+                c->ops[BERT8_OP_FFN_IN] + c->ops[BERT8_OP_FFN_OUT];
+    if (int8) { /* INT8 residual Linears run the LayerNorm after them on their own rows */
+        c->ops[BERT8_OP_ATTN_OUT] += c->ops[BERT8_OP_NORM] / 2;
+        c->ops[BERT8_OP_FFN_OUT] += c->ops[BERT8_OP_NORM] / 2;
+        c->bytes[BERT8_OP_ATTN_OUT] += L * M * H; /* the int8 input of the next Linear */
+        c->bytes[BERT8_OP_FFN_OUT] += L * M * H;
+        c->ops[BERT8_OP_NORM] = c->bytes[BERT8_OP_NORM] = 0;
+    }
 }
 
 static int64_t *read_lengths(const char *path, int64_t max_len, int64_t *n) {
@@ -393,7 +401,7 @@ int cmd_bench(int argc, char **argv) {
     opcost cf, cq;
     cost(info, &w, false, false, &cf);
     cost(info, &w, false, true, &cq);
-    const double gop_seq = (cf.useful + cf.ops[BERT8_OP_ATTENTION]) / seqs / 1e9;
+    const double gop_seq = cf.useful / seqs / 1e9;
     if (lengths) {
         printf("bert8 bench: %s, %lld layers, hidden %lld; %lld sequences from %s (longest %ld) in batches of %ld, "
                "%ld thread(s), %s INT8, %ld iterations interleaved\n",
@@ -445,7 +453,7 @@ int cmd_bench(int argc, char **argv) {
             opcost cfp, cqp;
             cost(info, &w, true, false, &cfp);
             cost(info, &w, true, true, &cqp);
-            const double gop_pf = (cfp.useful + cfp.ops[BERT8_OP_ATTENTION]) / seqs / 1e9;
+            const double gop_pf = cfp.useful / seqs / 1e9;
             printf("  roofline padding-free: %.3f GOP per sequence; FP32 ceiling %.2f seq/s (%.1f%% reached), INT8 "
                    "ceiling %.2f seq/s (%.1f%% reached)\n",
                    gop_pf, pk.fp32_gflops / gop_pf, 100 * (seqs / tfp.med) / (pk.fp32_gflops / gop_pf),

@@ -177,30 +177,42 @@ static bert8_status make_rows(bert8_session *s, const input *bt, rows *r) {
 
 /* ---- layers -------------------------------------------------------------------------------- */
 
-/* Row-parallel application of a row kernel over the pool. */
-static void layernorm_par(float *x, int64_t M, int64_t n, const float *g, const float *b, float eps) {
-    b8_layernorm_fn ln = b8_layernorm_rows_best();
-#pragma omp parallel for schedule(static) if (M * n >= B8_PAR_MIN)
-    for (int64_t r = 0; r < M; r++) ln(x + r * n, x + r * n, 1, n, g, b, eps);
+/* A LayerNorm of the hidden state s->x in place; when the Linear it feeds (next) runs INT8, the
+ * same pass also writes that Linear's smoothed int8 input into s->xq: with its static scale
+ * folded into the LayerNorm, or with a scale per row (dynamic) into s->rowscale. */
+typedef struct ln_job {
+    bert8_session *s;
+    const float *g, *b;
+    const b8_qlinear *next;
+} ln_job;
+
+/* ln_job's LayerNorm on rows [m0, m1) on the calling thread: the rows of one unit of a
+ * residual GEMM (b8_qepilogue.rows_done), or a share of them all (layernorm_next). */
+static void ln_rows(void *ctx, int64_t m0, int64_t m1) {
+    const ln_job *j = ctx;
+    bert8_session *s = j->s;
+    const b8_config *c = &s->model->cfg;
+    const int64_t H = c->hidden_size, n = m1 - m0;
+    const b8_qlinear *next = j->next;
+    float *x = (float *)s->x.p + m0 * H;
+    int8_t *xq = (int8_t *)s->xq.p + m0 * H;
+    if (next && next->mode == B8_QMODE_DYNAMIC) {
+        b8_layernorm_rows_best()(x, x, n, H, j->g, j->b, c->layer_norm_eps);
+        b8_quantize_dynamic_best()(x, H, n, H, next->in_mul, xq, H, (float *)s->rowscale.p + m0);
+    } else if (!next || next->mode != B8_QMODE_STATIC || !next->ln_qg) {
+        b8_layernorm_rows_best()(x, x, n, H, j->g, j->b, c->layer_norm_eps);
+    } else {
+        const b8_ln_quant p = {next->ln_qg, next->ln_qb, j->g, j->b, x, H, c->layer_norm_eps};
+        b8_layernorm_quantize_best()(x, H, n, H, &p, xq, H);
+    }
 }
 
-/* LayerNorm of the hidden state in place; when the Linear it feeds runs INT8, the same pass also
- * writes that Linear's smoothed int8 input into s->xq: with its static scale folded into the
- * LayerNorm, or with a scale per row (dynamic) into s->rowscale. */
+/* ln_job's LayerNorm on all M rows over the pool. */
 static void layernorm_next(bert8_session *s, int64_t M, const float *g, const float *b, const b8_qlinear *next) {
-    const b8_config *c = &s->model->cfg;
-    const int64_t H = c->hidden_size;
-    if (next && next->mode == B8_QMODE_DYNAMIC) {
-        b8_layernorm_quantize_dynamic(s->x.p, H, M, H, g, b, c->layer_norm_eps, next->in_mul, s->xq.p, H,
-                                      s->rowscale.p);
-        return;
-    }
-    if (!next || next->mode != B8_QMODE_STATIC || !next->ln_qg) {
-        layernorm_par(s->x.p, M, H, g, b, c->layer_norm_eps);
-        return;
-    }
-    b8_ln_quant p = {next->ln_qg, next->ln_qb, g, b, s->x.p, H, c->layer_norm_eps};
-    b8_layernorm_quantize(s->x.p, H, M, H, &p, s->xq.p, H);
+    ln_job j = {s, g, b, next};
+    const int64_t H = s->model->cfg.hidden_size;
+#pragma omp parallel for schedule(static) if (M * H >= B8_PAR_MIN)
+    for (int64_t r = 0; r < M; r++) ln_rows(&j, r, r + 1);
 }
 
 /* One Linear group on M rows of x ([M][k], row stride k). INT8: xq is the int8 input when an
@@ -218,8 +230,11 @@ typedef struct gcall {
     int64_t ldc;
     int8_t *out_s8;
     const float *out_mul;
+    ln_job *ln; /* a residual group's LayerNorm on out_f32 (= s->x), fused into an INT8 product */
 } gcall;
 
+/* Runs the group; an INT8 group also runs the LayerNorm c->ln (when there is one) inside its
+ * product, on the rows each unit of work finished (ln_after runs it after an FP32 group). */
 static bert8_status run_group(bert8_session *s, const b8_layer *ly, int64_t M, const gcall *c, double *t) {
     const b8_config *cfg = &s->model->cfg;
     const bool residual = c->g == B8_GROUP_ATTN_OUT || c->g == B8_GROUP_FFN_OUT;
@@ -246,8 +261,18 @@ static bert8_status run_group(bert8_session *s, const b8_layer *ly, int64_t M, c
                        c->out_f32,
                        c->ldc,
                        c->out_s8,
-                       c->out_mul};
+                       c->out_mul,
+                       c->ln ? ln_rows : NULL,
+                       c->ln};
     return b8_qgemm(xq, q->k, M, q->packed, &ep, &s->gemm_ws, &s->err);
+}
+
+/* The LayerNorm after residual group g when it ran FP32, as a pass of its own (an INT8 group ran
+ * it inside its product, run_group). */
+static void ln_after(bert8_session *s, const b8_layer *ly, b8_group g, int64_t M, const ln_job *ln, double *t) {
+    if (ly->q[g]) return;
+    layernorm_next(s, M, ln->g, ln->b, ln->next);
+    prof_mark(s, BERT8_OP_NORM, t);
 }
 
 /* The int8 input a group finds ready in s->xq (written by the LayerNorm before it, see
@@ -343,11 +368,11 @@ static bert8_status attention_s8(bert8_session *s, const rows *r, const b8_layer
             fused ? NULL : ctx + r0 * H + h * d, fused ? ctxq + r0 * H + h * d : NULL, H, scratch);
     }
     prof_mark(s, BERT8_OP_ATTENTION, t);
-    gcall oc = {B8_GROUP_ATTN_OUT, ctx, fused ? ctxq : NULL, s->xq.p, s->rowscale.p, s->x.p, H, NULL, NULL};
+    ln_job ln = {s, ly->w[B8_PART_LN1], ly->b[B8_PART_LN1], ly->q[B8_GROUP_FFN_IN]};
+    gcall oc = {B8_GROUP_ATTN_OUT, ctx, fused ? ctxq : NULL, s->xq.p, s->rowscale.p, s->x.p, H, NULL, NULL, &ln};
     if ((st = run_group(s, ly, M, &oc, t))) return st;
     prof_mark(s, BERT8_OP_ATTN_OUT, t);
-    layernorm_next(s, M, ly->w[B8_PART_LN1], ly->b[B8_PART_LN1], ly->q[B8_GROUP_FFN_IN]);
-    prof_mark(s, BERT8_OP_NORM, t);
+    ln_after(s, ly, B8_GROUP_ATTN_OUT, M, &ln, t);
     (void)layer;
     return BERT8_OK;
 }
@@ -365,7 +390,7 @@ static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *l
     const b8_qattn *qa = ly->att;
     /* INT8 attention: the QKV product emits int8 Q, K, V */
     gcall qc = {B8_GROUP_QKV, x, ln_ready(s, qq), s->xq.p, s->rowscale.p, qa ? NULL : qkv, 3 * H,
-                qa ? s->qkvq.p : NULL, qa ? qa->out_mul : NULL};
+                qa ? s->qkvq.p : NULL, qa ? qa->out_mul : NULL, NULL};
     if ((st = run_group(s, ly, M, &qc, &t))) return st;
     prof_mark(s, BERT8_OP_QKV, &t);
     if (s->observe && !qa) {
@@ -397,12 +422,13 @@ static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *l
     }
     prof_mark(s, BERT8_OP_ATTENTION, &t);
     if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_ATTN_OUT_IN, ctx, M, H, H, r->mask);
-    /* x = LN(x + ctx Wo^T + bo): the residual is added in the GEMM's epilogue */
-    gcall oc = {B8_GROUP_ATTN_OUT, ctx, NULL, s->xq.p, s->rowscale.p, x, H, NULL, NULL};
+    /* x = LN(x + ctx Wo^T + bo): the residual is added in the GEMM's epilogue, the LayerNorm
+     * runs on each unit's rows (INT8) or after the product (FP32) */
+    ln_job ln = {s, ly->w[B8_PART_LN1], ly->b[B8_PART_LN1], ly->q[B8_GROUP_FFN_IN]};
+    gcall oc = {B8_GROUP_ATTN_OUT, ctx, NULL, s->xq.p, s->rowscale.p, x, H, NULL, NULL, &ln};
     if ((st = run_group(s, ly, M, &oc, &t))) return st;
     prof_mark(s, BERT8_OP_ATTN_OUT, &t);
-    layernorm_next(s, M, ly->w[B8_PART_LN1], ly->b[B8_PART_LN1], ly->q[B8_GROUP_FFN_IN]);
-    prof_mark(s, BERT8_OP_NORM, &t);
+    ln_after(s, ly, B8_GROUP_ATTN_OUT, M, &ln, &t);
     return BERT8_OK;
 }
 
@@ -418,16 +444,16 @@ static bert8_status ffn(bert8_session *s, const rows *r, const b8_layer *ly, int
     /* INT8 end to end: FFN-in -> GELU -> int8 -> FFN-out never leaves int8 */
     const bool fused_h = qi && qo && qo->mode == B8_QMODE_STATIC && !s->observe;
     gcall ic = {B8_GROUP_FFN_IN, x, ln_ready(s, qi), s->xq.p, s->rowscale.p, fused_h ? NULL : h, I,
-                fused_h ? s->hq.p : NULL, fused_h ? qo->in_mul : NULL};
+                fused_h ? s->hq.p : NULL, fused_h ? qo->in_mul : NULL, NULL};
     if ((st = run_group(s, ly, M, &ic, &t))) return st;
     prof_mark(s, BERT8_OP_FFN_IN, &t);
     if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_OUT_IN, h, M, I, I, r->mask);
-    gcall oc = {B8_GROUP_FFN_OUT, h, fused_h ? s->hq.p : NULL, s->hq.p, s->rowscale2.p, x, H, NULL, NULL};
+    const b8_qlinear *next = layer + 1 < c->num_layers ? ly[1].q[B8_GROUP_QKV] : NULL;
+    ln_job ln = {s, ly->w[B8_PART_LN2], ly->b[B8_PART_LN2], next};
+    gcall oc = {B8_GROUP_FFN_OUT, h, fused_h ? s->hq.p : NULL, s->hq.p, s->rowscale2.p, x, H, NULL, NULL, &ln};
     if ((st = run_group(s, ly, M, &oc, &t))) return st;
     prof_mark(s, BERT8_OP_FFN_OUT, &t);
-    const b8_qlinear *next = layer + 1 < c->num_layers ? ly[1].q[B8_GROUP_QKV] : NULL;
-    layernorm_next(s, M, ly->w[B8_PART_LN2], ly->b[B8_PART_LN2], next);
-    prof_mark(s, BERT8_OP_NORM, &t);
+    ln_after(s, ly, B8_GROUP_FFN_OUT, M, &ln, &t);
     return BERT8_OK;
 }
 

@@ -342,44 +342,108 @@ typedef struct run_plan {
     size_t panel_bytes;
     int64_t kc, npc;     /* K per pass (multiple of kq), passes */
     int64_t mc, nc, mb, nb;
+    int64_t nsub;        /* columns of W a unit keeps in L2 while it runs its row panels */
+    int row_units;       /* units own whole rows: each calls ep->rows_done on its rows */
+    /* The loop order inside a unit. With many row blocks (mb > nt + 1) a thread runs several
+     * units on the same W block, which stays in its L2: the row panels go outside, each with its
+     * A micro-panel in L1 while the W panels stream from L2. With few, every unit reads its W
+     * block from memory once (a model's weights do not stay in cache from one pass to the
+     * next): the W panels go outside, each read once and used by every row panel while the
+     * next one is fetched. Row panels outside would ask for the whole W block at the speed of
+     * one row panel, twice what memory delivers on the Zen 5 machine (docs/benchmarks.md). */
+    int w_outer;
     size_t scratch_bytes; /* per thread: one tile, plus mc x nc partial sums when npc > 1 */
 } run_plan;
+
+/* The packed A micro-panel of rows ir.., from k0. */
+static inline const uint8_t *panel_a(const run_plan *p, int64_t ir, int64_t k0) {
+    const b8_qblis *b = p->b;
+    return p->apack + (size_t)(ir / b->mr) * p->panel_bytes +
+           (size_t)(k0 / b->kq) * (size_t)(b->mr * b->kq * b->a_bytes);
+}
+
+/* One tile of C: the micro-kernel over this pass's k (prefetching pf when not NULL), then on the
+ * last pass the epilogue or the raw store. With several passes the tile accumulates in the
+ * unit's partial sums (scratch after the tile), else in the tile at the start of scratch. */
+static inline void tile(const run_plan *p, const uint8_t *a, const int8_t *wp, int64_t ir, int rows,
+                        int64_t jr, int cols, int64_t m0, int64_t n0, int64_t kcur, int64_t pc,
+                        const int8_t *pf, int32_t *scratch) {
+    const b8_qblis *b = p->b;
+    const b8_qweight *w = p->w;
+    int32_t *c = scratch;
+    size_t ldt = (size_t)b->nr;
+    if (p->npc > 1) {
+        c = scratch + b->mr * b->nr + (ir - m0) * p->nc + (jr - n0);
+        ldt = (size_t)p->nc;
+    }
+    const size_t kg = (size_t)(kcur / b->kq);
+    if (pf) b->ukr_pf[rows](kg, a, wp, c, ldt, pc > 0, pf);
+    else b->ukr[rows](kg, a, wp, c, ldt, pc > 0);
+    if (pc != p->npc - 1) return;
+    if (p->ep) p->epilogue(c, ldt, rows, cols, ir, jr, w->comp, w->w_scale, p->ep);
+    else
+        b->store_s32(c, ldt, rows, cols, w->comp ? w->comp + jr : NULL, p->C + ir * p->ldc + jr,
+                     p->ldc);
+}
 
 static void run_unit(const run_plan *p, int64_t mi, int64_t ni, int32_t *scratch) {
     const b8_qblis *b = p->b;
     const b8_qweight *w = p->w;
-    int mr = b->mr, nr = b->nr, kq = b->kq;
-    int64_t m0 = mi * p->mc, m1 = m0 + p->mc < p->M ? m0 + p->mc : p->M;
-    int64_t n0 = ni * p->nc, n1 = n0 + p->nc < w->Np ? n0 + p->nc : w->Np;
-    int32_t *tile = scratch, *cbuf = scratch + mr * nr;
+    const int mr = b->mr, nr = b->nr, kq = b->kq;
+    const int64_t m0 = mi * p->mc, m1 = m0 + p->mc < p->M ? m0 + p->mc : p->M;
+    const int64_t n0 = ni * p->nc, n1 = n0 + p->nc < w->Np ? n0 + p->nc : w->Np;
     if (b->unit_begin) b->unit_begin();
     for (int64_t pc = 0; pc < p->npc; pc++) {
-        int64_t k0 = pc * p->kc;
-        int64_t kcur = w->Kp - k0 < p->kc ? w->Kp - k0 : p->kc;
-        int last = pc == p->npc - 1;
-        for (int64_t ir = m0; ir < m1; ir += mr) {
-            int rows = (int)(m1 - ir < mr ? m1 - ir : mr);
-            const uint8_t *a = p->apack + (size_t)(ir / mr) * p->panel_bytes +
-                               (size_t)(k0 / kq) * (size_t)(mr * kq * b->a_bytes);
-            for (int64_t jr = n0; jr < n1; jr += nr) {
-                const int8_t *wp = w->packed + (jr / nr) * w->Kp * nr + k0 * nr;
-                int cols = (int)(w->N - jr < nr ? w->N - jr : nr);
-                int32_t *c = tile;
-                size_t ldt = (size_t)nr;
-                if (p->npc > 1) {
-                    c = cbuf + (ir - m0) * p->nc + (jr - n0);
-                    ldt = (size_t)p->nc;
+        const int64_t k0 = pc * p->kc;
+        const int64_t kcur = w->Kp - k0 < p->kc ? w->Kp - k0 : p->kc;
+        for (int64_t s0 = n0; s0 < n1; s0 += p->nsub) {
+            const int64_t s1 = s0 + p->nsub < n1 ? s0 + p->nsub : n1;
+            if (p->w_outer) {
+                /* Each W panel once, for every row panel of the unit; the next panel is asked
+                 * for in halves during the first two row panels (see run_plan.w_outer). */
+                const size_t half = (size_t)(kcur / kq) * 64;
+                for (int64_t jr = s0; jr < s1; jr += nr) {
+                    const int8_t *wp = w->packed + (jr / nr) * w->Kp * nr + k0 * nr;
+                    const int8_t *next = jr + nr < n1 ? wp + w->Kp * nr : NULL;
+                    const int cols = (int)(w->N - jr < nr ? w->N - jr : nr);
+                    for (int64_t ir = m0; ir < m1; ir += mr) {
+                        const int rows = (int)(m1 - ir < mr ? m1 - ir : mr);
+                        const int8_t *pf = next && b->ukr_pf[rows] && ir - m0 < 2 * mr
+                                               ? next + (ir == m0 ? 0 : half)
+                                               : NULL;
+                        tile(p, panel_a(p, ir, k0), wp, ir, rows, jr, cols, m0, n0, kcur, pc, pf,
+                             scratch);
+                    }
                 }
-                b->ukr[rows]((size_t)(kcur / kq), a, wp, c, ldt, pc > 0);
-                if (!last) continue;
-                if (p->ep) p->epilogue(c, ldt, rows, cols, ir, jr, w->comp, w->w_scale, p->ep);
-                else
-                    b->store_s32(c, ldt, rows, cols, w->comp ? w->comp + jr : NULL,
-                                 p->C + ir * p->ldc + jr, p->ldc);
+            } else {
+                for (int64_t ir = m0; ir < m1; ir += mr) {
+                    const int rows = (int)(m1 - ir < mr ? m1 - ir : mr);
+                    const uint8_t *a = panel_a(p, ir, k0);
+                    for (int64_t jr = s0; jr < s1; jr += nr) {
+                        const int8_t *wp = w->packed + (jr / nr) * w->Kp * nr + k0 * nr;
+                        const int cols = (int)(w->N - jr < nr ? w->N - jr : nr);
+                        tile(p, a, wp, ir, rows, jr, cols, m0, n0, kcur, pc, NULL, scratch);
+                    }
+                }
             }
         }
     }
     if (b->unit_end) b->unit_end();
+    if (p->row_units) p->ep->rows_done(p->ep->rows_ctx, m0, m1);
+}
+
+/* Rows handed to rows_done per call when they are passed out after the product. */
+#define B8_ROWS_DONE_BLOCK 16
+
+/* ep->rows_done over all M rows in blocks, shared by the threads of the enclosing parallel
+ * region (or run by the one thread outside of one). */
+static void rows_done_blocks(const b8_qepilogue *ep, int64_t M) {
+    int64_t blocks = (M + B8_ROWS_DONE_BLOCK - 1) / B8_ROWS_DONE_BLOCK;
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < blocks; i++) {
+        int64_t m0 = i * B8_ROWS_DONE_BLOCK;
+        ep->rows_done(ep->rows_ctx, m0, m0 + B8_ROWS_DONE_BLOCK < M ? m0 + B8_ROWS_DONE_BLOCK : M);
+    }
 }
 
 /* Work below this many multiply-adds runs on one thread: a fork/join costs more. */
@@ -413,12 +477,25 @@ static bert8_status run_blis(const int8_t *A, int64_t lda, int64_t M, const b8_q
     int64_t mc = bl->mc;
     int64_t mb = (M + mc - 1) / mc;
     mc = round_up((M + mb - 1) / mb, mr); /* row blocks of equal height, not 96 + a remainder */
+    /* A row operation after the product (ep->rows_done) runs inside the units when they can own
+     * whole rows, on rows still in the cache of the thread that wrote them: units of all N, a
+     * row-block count the threads share evenly, each unit reading all of W nsub columns at a
+     * time. That pays where each thread runs several units anyway (more row blocks than threads
+     * + 1, see w_outer); with fewer it would multiply the reads of W, so the rows are passed
+     * out after the product instead (BERT-base at batch 1: 1.05x with this rule). */
+    p.row_units = ep && ep->rows_done && mb > nt + 1;
+    if (p.row_units) {
+        nb = 1;
+        mb = round_up(mb, nt);
+        mc = round_up((M + mb - 1) / mb, mr);
+        mb = (M + mc - 1) / mc;
+    }
     /* Enough units for every thread: first split N finer, then M. */
-    while (mb * nb < nt && nb < panels_n) nb++;
+    while (!p.row_units && mb * nb < nt && nb < panels_n) nb++;
     /* A count of units that the threads share evenly: 3 units on 2 threads (BERT-base's FFN
      * at batch 1: N = 3072 in blocks of 1 MiB of W) leave one thread idle a third of the time. */
-    for (int64_t more = 0; (mb * nb) % nt && more < nt && nb < panels_n; more++) nb++;
-    if (mb * nb < nt) {
+    for (int64_t more = 0; !p.row_units && (mb * nb) % nt && more < nt && nb < panels_n; more++) nb++;
+    if (!p.row_units && mb * nb < nt) {
         int64_t want_mb = (nt + nb - 1) / nb;
         mc = round_up((M + want_mb - 1) / want_mb, mr);
         mb = (M + mc - 1) / mc;
@@ -427,6 +504,8 @@ static bert8_status run_blis(const int8_t *A, int64_t lda, int64_t M, const b8_q
     p.nb = (w->Np + p.nc - 1) / p.nc;
     p.mc = mc;
     p.mb = mb;
+    p.nsub = p.row_units ? nc : p.nc;
+    p.w_outer = p.mb <= nt + 1 && b->ukr_pf[b->mr]; /* measured with the VNNI kernel only */
 
     int64_t panels_m = (M + mr - 1) / mr;
     size_t apack_bytes;
@@ -463,6 +542,7 @@ static bert8_status run_blis(const int8_t *A, int64_t lda, int64_t M, const b8_q
          * does not hold up the call. */
 #pragma omp for schedule(dynamic, 1)
         for (int64_t u = 0; u < units; u++) run_unit(&p, u % p.mb, u / p.mb, scratch);
+        if (ep && ep->rows_done && !p.row_units) rows_done_blocks(ep, M);
     }
     b8_buf_free(&local);
     return BERT8_OK;
@@ -503,7 +583,12 @@ bert8_status b8_qgemm(const int8_t *A, int64_t lda, int64_t M, const b8_qweight 
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "qgemm: unknown activation %d", (int)ep->act);
     if (M == 0) return BERT8_OK;
     if (W->kernel->blis) return run_blis(A, lda, M, W, ep, NULL, 0, ws, e);
-    return W->kernel->run(A, lda, M, W, ep, NULL, 0, e);
+    st = W->kernel->run(A, lda, M, W, ep, NULL, 0, e);
+    if (st == BERT8_OK && ep->rows_done) {
+#pragma omp parallel if (M >= 4 * B8_ROWS_DONE_BLOCK)
+        rows_done_blocks(ep, M);
+    }
+    return st;
 }
 
 bert8_status b8_qgemm_s32(const int8_t *A, int64_t lda, int64_t M, const b8_qweight *W,

@@ -39,6 +39,13 @@ typedef struct b8_qepilogue {
     int64_t ldc;
     int8_t *out_s8;
     const float *out_mul; /* [N] requantization multipliers, required with out_s8 */
+    /* Called on complete output rows [m0, m1) once every column of them is written, or NULL:
+     * a row operation (a LayerNorm) fused into the product. Each row is passed exactly once.
+     * Where M allows, units of work own whole rows and the call comes from the thread that
+     * wrote them, while they are still in its cache; otherwise the rows are passed out in
+     * blocks over the pool after the product. */
+    void (*rows_done)(void *ctx, int64_t m0, int64_t m1);
+    void *rows_ctx;
 } b8_qepilogue;
 
 /* Packs W [N][K] (row-major, contiguous) and copies w_scale [N]. force_kernel: NULL selects

@@ -53,7 +53,7 @@ static B8_T512 void pack_a(const int8_t *A, int64_t lda, int rows, int64_t k0, i
  * registers (rows x 2 zmm) and the row loops unroll. */
 static inline __attribute__((always_inline)) B8_T512 void
 ukr_body(const int rows, size_t kg, const uint8_t *a, const int8_t *w, int32_t *c, size_t ldc,
-         int accumulate) {
+         int accumulate, const int8_t *pf) {
     __m512i acc[MR][NV];
 #pragma GCC unroll 8
     for (int i = 0; i < rows; i++)
@@ -62,6 +62,9 @@ ukr_body(const int rows, size_t kg, const uint8_t *a, const int8_t *w, int32_t *
             acc[i][j] = accumulate ? _mm512_loadu_si512(c + i * ldc + 16 * j)
                                    : _mm512_setzero_si512();
     for (size_t g = 0; g < kg; g++) {
+        if (pf) { /* a constant NULL in the plain kernels: no code */
+            _mm_prefetch((const char *)pf + g * 64, _MM_HINT_T1);
+        }
         __m512i b[NV];
 #pragma GCC unroll 4
         for (int j = 0; j < NV; j++) b[j] = _mm512_loadu_si512(w + 64 * j);
@@ -86,7 +89,13 @@ ukr_body(const int rows, size_t kg, const uint8_t *a, const int8_t *w, int32_t *
     static B8_T512 void qs8_gemm_##R##x32c4__avx512vnni(size_t kg, const void *a,             \
                                                         const int8_t *w, int32_t *c,          \
                                                         size_t ldc, int accumulate) {         \
-        ukr_body(R, kg, a, w, c, ldc, accumulate);                                             \
+        ukr_body(R, kg, a, w, c, ldc, accumulate, NULL);                                       \
+    }                                                                                          \
+    static B8_T512 void qs8_gemm_##R##x32c4__avx512vnni_pf(size_t kg, const void *a,          \
+                                                           const int8_t *w, int32_t *c,       \
+                                                           size_t ldc, int accumulate,        \
+                                                           const int8_t *pf) {                \
+        ukr_body(R, kg, a, w, c, ldc, accumulate, pf);                                         \
     }
 UKR(1)
 UKR(2)
@@ -237,6 +246,10 @@ const b8_qblis b8_qblis_8x32c4__avx512vnni = {
             qs8_gemm_3x32c4__avx512vnni, qs8_gemm_4x32c4__avx512vnni,
             qs8_gemm_5x32c4__avx512vnni, qs8_gemm_6x32c4__avx512vnni,
             qs8_gemm_7x32c4__avx512vnni, qs8_gemm_8x32c4__avx512vnni},
+    .ukr_pf = {NULL, qs8_gemm_1x32c4__avx512vnni_pf, qs8_gemm_2x32c4__avx512vnni_pf,
+               qs8_gemm_3x32c4__avx512vnni_pf, qs8_gemm_4x32c4__avx512vnni_pf,
+               qs8_gemm_5x32c4__avx512vnni_pf, qs8_gemm_6x32c4__avx512vnni_pf,
+               qs8_gemm_7x32c4__avx512vnni_pf, qs8_gemm_8x32c4__avx512vnni_pf},
     .pick_epilogue = pick_epilogue,
     .store_s32 = store_s32,
 };

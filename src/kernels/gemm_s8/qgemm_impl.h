@@ -25,6 +25,10 @@
  * adds to c, otherwise c is never read. No edge code: packing zero-pads K and N. */
 typedef void (*b8_qukernel)(size_t kgroups, const void *a, const int8_t *w, int32_t *c,
                             size_t ldc, int accumulate);
+/* The same with a prefetch: while it streams its W panel, it asks for kgroups x 64 bytes at pf
+ * (a cache line per k group: half of the next W panel's slice) to be brought into L2. */
+typedef void (*b8_qukernel_pf)(size_t kgroups, const void *a, const int8_t *w, int32_t *c,
+                               size_t ldc, int accumulate, const int8_t *pf);
 
 /* Packs rows (<= MR) rows of A, k in [k0, k0 + kc), into one micro-panel: per k-group, MR rows
  * of kq values; k beyond kc (up to the next multiple of kq) filled with the value that encodes
@@ -49,6 +53,7 @@ typedef struct b8_qblis {
     int shift128;       /* A fed as A + 128 (u8); comp[n] = 128 * sum_k W[n][k] subtracted */
     b8_qpack_a pack_a;
     b8_qukernel ukr[B8_MAX_MR + 1]; /* ukr[r]: r rows, 1 <= r <= mr */
+    b8_qukernel_pf ukr_pf[B8_MAX_MR + 1]; /* with a prefetch of the next W panel, or NULL */
     b8_qepilogue_fn (*pick_epilogue)(const b8_qepilogue *ep); /* chosen once per call */
     b8_qstore_fn store_s32;
     /* Called by each thread around its units of work (NULL: nothing); AMX loads and

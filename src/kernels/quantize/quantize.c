@@ -91,6 +91,14 @@ QUANT_TABLE("quantize_dynamic", quantize_dynamic)
 QUANT_TABLE("layernorm_quantize", layernorm_quantize)
 #undef QUANT_TABLE
 
+b8_quantize_dynamic_fn b8_quantize_dynamic_best(void) {
+    return (b8_quantize_dynamic_fn)b8_dispatch(&b8_op_quantize_dynamic)->fn;
+}
+
+b8_layernorm_quantize_fn b8_layernorm_quantize_best(void) {
+    return (b8_layernorm_quantize_fn)b8_dispatch(&b8_op_layernorm_quantize)->fn;
+}
+
 void b8_quantize_static(const float *x, int64_t ldx, int64_t rows, int64_t n, const float *mul,
                         float inv_scale, int8_t *q, int64_t ldq) {
     b8_quantize_static_fn f = (b8_quantize_static_fn)b8_dispatch(&b8_op_quantize_static)->fn;

@@ -64,6 +64,10 @@ B8_QUANT_TWINS(avx2)
 B8_QUANT_TWINS(avx512)
 #undef B8_QUANT_TWINS
 
+/* The twins the dispatch table chooses, for callers that run their own rows (no threading). */
+b8_quantize_dynamic_fn b8_quantize_dynamic_best(void);
+b8_layernorm_quantize_fn b8_layernorm_quantize_best(void);
+
 /* The one fp32 -> int8 rounding of the library (weights and activations): clamp to
  * [-127, 127] (NaN -> -127, as maxps), then round half to even. */
 static inline int8_t b8_q8(float v) {
