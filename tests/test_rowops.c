@@ -226,6 +226,46 @@ TEST(int8_attention_twins_bit_exact_and_close_to_fp32) {
     if (!vnni) TU_SKIP("no AVX512-VNNI: only the scalar twin was checked");
 }
 
+/* Every key masked (a padded row of nothing but padding): each row attends to all keys alike, in
+ * every twin, for row counts that fill the VNNI kernel's 4-row blocks and ones that leave a tail. */
+TEST(int8_attention_with_every_key_masked) {
+    static const int64_t TS[] = {1, 4, 6, 17, 64};
+    const bool vnni = b8_cpu_allows(B8_ISA_AVX512_VNNI), amx = b8_cpu_allows(B8_ISA_AMX);
+    for (size_t ti = 0; ti < sizeof TS / sizeof *TS; ti++) {
+        const int64_t T = TS[ti], d = 64, ld = 3 * d, ldo = d;
+        int8_t *qkv = malloc((size_t)(T * ld)), *o1 = calloc((size_t)(T * ldo), 1), *o2 = calloc((size_t)(T * ldo), 1);
+        float *c1 = calloc((size_t)(T * ldo), sizeof(float)), *c2 = calloc((size_t)(T * ldo), sizeof(float));
+        float mul[64];
+        int32_t *mask = calloc((size_t)T, sizeof(int32_t));
+        void *scr = b8_malloc_aligned(b8_attention_s8_scratch_bytes(T, d));
+        for (int64_t i = 0; i < T * ld; i++) qkv[i] = (int8_t)(frand(254.0f));
+        for (int k = 0; k < 64; k++) mul[k] = 50.0f;
+        const b8_attn_s8_params p = {0.001f, 0.03f, mul, NULL};
+        for (int mode = 0; mode < 2; mode++) {
+            b8_attention_s8__scalar(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mask, (b8_mask_mode)mode, c1, NULL, ldo, scr);
+            b8_attention_s8__scalar(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mask, (b8_mask_mode)mode, NULL, o1, ldo, scr);
+            for (int64_t k = 0; k < d; k++) { /* the mean of V */
+                double want = 0;
+                for (int64_t j = 0; j < T; j++) want += qkv[j * ld + 2 * d + k] * 0.03 / (double)T;
+                for (int64_t i = 0; i < T; i++)
+                    CHECKF(fabs(c1[i * ldo + k] - want) < 0.03 * 127 / 255.0, "T=%lld: %g vs %g", (long long)T,
+                           c1[i * ldo + k], want);
+            }
+            for (int which = 0; which < 2; which++) {
+                if (which == 0 ? !vnni : !amx) continue;
+                b8_attention_s8_fn f = which == 0 ? b8_attention_s8__avx512vnni : b8_attention_s8__amx;
+                memset(c2, 0, sizeof(float) * (size_t)(T * ldo));
+                memset(o2, 0, (size_t)(T * ldo));
+                f(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mask, (b8_mask_mode)mode, c2, NULL, ldo, scr);
+                f(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mask, (b8_mask_mode)mode, NULL, o2, ldo, scr);
+                CHECKF(!memcmp(c1, c2, sizeof(float) * (size_t)(T * ldo)) && !memcmp(o1, o2, (size_t)(T * ldo)),
+                       "%s: T=%lld mode=%d", which ? "amx" : "vnni", (long long)T, mode);
+            }
+        }
+        free(qkv), free(o1), free(o2), free(c1), free(c2), free(mask), b8_free_aligned(scr);
+    }
+}
+
 int main(void) {
     RUN(expf_approx_close_to_libm);
     RUN(softmax_avx512_matches_scalar_bit_exact);
@@ -233,5 +273,6 @@ int main(void) {
     RUN(layernorm_twins_bit_exact_and_correct);
     RUN(attention_twins_bit_exact_and_correct);
     RUN(int8_attention_twins_bit_exact_and_close_to_fp32);
+    RUN(int8_attention_with_every_key_masked);
     return tu_finish();
 }

@@ -338,34 +338,68 @@ VNNI static void pack_vnni(const int8_t *k, const int8_t *v, int64_t ld, int64_t
     }
 }
 
-/* softmax_u8() in AVX-512: the same max, exp (vmath_avx512.h), lane sums and rounding. */
-VNNI static float softmax_u8_vnni(const float *s, int64_t T, int64_t t4, const int32_t *mask, float v_scale255,
-                                  uint8_t *pu) {
-    __m512 vmx = _mm512_set1_ps(-INFINITY);
+/* softmax_u8() in AVX-512 on `rows` rows at once (rows of s at stride lds, of pu at stride ldpu;
+ * their output scales into rs): the same max, exp (vmath_avx512.h), lane sums and rounding, row by
+ * row. The rows' steps are interleaved: a row alone is a chain of dependent steps (the max, its
+ * reduction, the lane sum) that left the core mostly idle; `rows` is a constant at each caller. */
+static inline __attribute__((always_inline)) VNNI void
+softmax_u8_body(const int rows, const float *s, int64_t lds, int64_t T, int64_t t4, const int32_t *mask,
+                float v_scale255, uint8_t *pu, int64_t ldpu, float *rs) {
+    __m512 vmx[RB];
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++) vmx[r] = _mm512_set1_ps(-INFINITY);
     for (int64_t j = 0; j < T; j += 16) {
         __mmask16 k = lanes_left(T - j);
         if (mask) k &= _mm512_mask_cmpneq_epi32_mask(k, _mm512_maskz_loadu_epi32(k, mask + j), _mm512_setzero_si512());
-        vmx = _mm512_mask_max_ps(vmx, k, vmx, _mm512_maskz_loadu_ps(k, s + j));
+#pragma GCC unroll 4
+        for (int r = 0; r < rows; r++) vmx[r] = _mm512_mask_max_ps(vmx[r], k, vmx[r], _mm512_maskz_loadu_ps(k, s + r * lds + j));
     }
-    const float mx = _mm512_reduce_max_ps(vmx);
-    const bool none = mx == -INFINITY;
-    const __m512 vm = _mm512_set1_ps(mx), k255 = _mm512_set1_ps(255.0f);
-    __m512 acc = _mm512_setzero_ps();
+    bool none[RB];
+    __m512 vm[RB], acc[RB];
+    const __m512 k255 = _mm512_set1_ps(255.0f);
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++) {
+        const float mx = _mm512_reduce_max_ps(vmx[r]);
+        none[r] = mx == -INFINITY;
+        vm[r] = _mm512_set1_ps(mx);
+        acc[r] = _mm512_setzero_ps();
+    }
     for (int64_t j = 0; j < t4; j += 16) {
         const __mmask16 inr = lanes_left(T - j), out = lanes_left(t4 - j);
-        __mmask16 k = inr;
-        if (mask && !none) k &= _mm512_mask_cmpneq_epi32_mask(inr, _mm512_maskz_loadu_epi32(inr, mask + j), _mm512_setzero_si512());
-        __m512 e = none ? _mm512_maskz_mov_ps(inr, _mm512_set1_ps(1.0f))
-                        : _mm512_maskz_mov_ps(k, b8_v16_exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(inr, s + j), vm)));
-        acc = _mm512_add_ps(acc, e);
-        const __m512 x = _mm512_min_ps(_mm512_mul_ps(e, k255), k255);
-        _mm_mask_storeu_epi8(pu + j, out, _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(x)));
+        __mmask16 km = inr;
+        if (mask) km &= _mm512_mask_cmpneq_epi32_mask(inr, _mm512_maskz_loadu_epi32(inr, mask + j), _mm512_setzero_si512());
+#pragma GCC unroll 4
+        for (int r = 0; r < rows; r++) {
+            const __m512 e = none[r] ? _mm512_maskz_mov_ps(inr, _mm512_set1_ps(1.0f))
+                                     : _mm512_maskz_mov_ps(km, b8_v16_exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(inr, s + r * lds + j), vm[r])));
+            acc[r] = _mm512_add_ps(acc[r], e);
+            const __m512 x = _mm512_min_ps(_mm512_mul_ps(e, k255), k255);
+            _mm_mask_storeu_epi8(pu + r * ldpu + j, out, _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(x)));
+        }
     }
-    float lane[16];
-    _mm512_storeu_ps(lane, acc);
-    float sum = lane[0];
-    for (int l = 1; l < 16; l++) sum += lane[l];
-    return v_scale255 / sum;
+    float lane[RB][16], sum[RB];
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++) {
+        _mm512_storeu_ps(lane[r], acc[r]);
+        sum[r] = lane[r][0];
+    }
+    for (int l = 1; l < 16; l++)
+#pragma GCC unroll 4
+        for (int r = 0; r < rows; r++) sum[r] += lane[r][l];
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++) rs[r] = v_scale255 / sum[r];
+}
+
+VNNI static float softmax_u8_vnni(const float *s, int64_t T, int64_t t4, const int32_t *mask, float v_scale255,
+                                  uint8_t *pu) {
+    float rs;
+    softmax_u8_body(1, s, 0, T, t4, mask, v_scale255, pu, 0, &rs);
+    return rs;
+}
+
+/* RB rows of scores (stride t16) into p_u8 rows (stride t4) and their output scales. */
+VNNI static void softmax_u8_rows(const layout *l, int64_t T, const int32_t *mask, float v_scale255, float *rs) {
+    softmax_u8_body(RB, l->s, l->t16, T, l->t4, mask, v_scale255, l->pu, l->t4, rs);
 }
 
 VNNI void b8_attention_s8__avx512vnni(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T,
@@ -388,7 +422,9 @@ VNNI void b8_attention_s8__avx512vnni(const int8_t *q, const int8_t *k, const in
         if (rb == RB) scores_rows(&l, l.qu, d, p->score_scale);
         else
             for (int r = 0; r < rb; r++) scores_rows1(&l, l.qu + r * d, d, p->score_scale, l.s + r * l.t16);
-        for (int r = 0; r < rb; r++) rs[r] = softmax_u8_vnni(l.s + r * l.t16, T, l.t4, mask, vs, l.pu + r * l.t4);
+        if (rb == RB) softmax_u8_rows(&l, T, mask, vs, rs);
+        else
+            for (int r = 0; r < rb; r++) rs[r] = softmax_u8_vnni(l.s + r * l.t16, T, l.t4, mask, vs, l.pu + r * l.t4);
         if (rb == RB) context_rows(&l, d, rs, p, ctx ? ctx + i * ldo : NULL, ctxq ? ctxq + i * ldo : NULL, ldo);
         else
             for (int r = 0; r < rb; r++)
