@@ -79,6 +79,10 @@ void b8_layernorm_quantize__scalar(const float *x, int64_t ldx, int64_t rows, in
 /* Rows below this many elements in total run on the calling thread. */
 #define PAR_ELEMS (1 << 16)
 
+/* Rows per call of a twin: they interleave the rows of a call (up to 4 at a time). */
+#define ROW_BLOCK 8
+static inline int64_t block(int64_t r, int64_t rows) { return rows - r < ROW_BLOCK ? rows - r : ROW_BLOCK; }
+
 #define QUANT_TABLE(op, fn)                                                                    \
     static const b8_impl fn##_impls[] = {                                                      \
         {#fn "__avx512", B8_ISA_AVX512, (b8_fnptr)b8_##fn##__avx512},                          \
@@ -103,24 +107,26 @@ void b8_quantize_static(const float *x, int64_t ldx, int64_t rows, int64_t n, co
                         float inv_scale, int8_t *q, int64_t ldq) {
     b8_quantize_static_fn f = (b8_quantize_static_fn)b8_dispatch(&b8_op_quantize_static)->fn;
 #pragma omp parallel for schedule(static) if (rows * n >= PAR_ELEMS)
-    for (int64_t r = 0; r < rows; r++) f(x + r * ldx, ldx, 1, n, mul, inv_scale, q + r * ldq, ldq);
+    for (int64_t r = 0; r < rows; r += ROW_BLOCK)
+        f(x + r * ldx, ldx, block(r, rows), n, mul, inv_scale, q + r * ldq, ldq);
 }
 
 void b8_quantize_dynamic(const float *x, int64_t ldx, int64_t rows, int64_t n, const float *mul,
                          int8_t *q, int64_t ldq, float *row_scale) {
     b8_quantize_dynamic_fn f = (b8_quantize_dynamic_fn)b8_dispatch(&b8_op_quantize_dynamic)->fn;
 #pragma omp parallel for schedule(static) if (rows * n >= PAR_ELEMS)
-    for (int64_t r = 0; r < rows; r++) f(x + r * ldx, ldx, 1, n, mul, q + r * ldq, ldq, row_scale + r);
+    for (int64_t r = 0; r < rows; r += ROW_BLOCK)
+        f(x + r * ldx, ldx, block(r, rows), n, mul, q + r * ldq, ldq, row_scale + r);
 }
 
 void b8_layernorm_quantize(const float *x, int64_t ldx, int64_t rows, int64_t n,
                            const b8_ln_quant *p, int8_t *q, int64_t ldq) {
     b8_layernorm_quantize_fn f = (b8_layernorm_quantize_fn)b8_dispatch(&b8_op_layernorm_quantize)->fn;
 #pragma omp parallel for schedule(static) if (rows * n >= PAR_ELEMS)
-    for (int64_t r = 0; r < rows; r++) {
+    for (int64_t r = 0; r < rows; r += ROW_BLOCK) {
         b8_ln_quant pr = *p;
         if (pr.y) pr.y += r * pr.ldy;
-        f(x + r * ldx, ldx, 1, n, &pr, q + r * ldq, ldq);
+        f(x + r * ldx, ldx, block(r, rows), n, &pr, q + r * ldq, ldq);
     }
 }
 
@@ -130,7 +136,7 @@ void b8_layernorm_quantize_dynamic(float *x, int64_t ldx, int64_t rows, int64_t 
     b8_layernorm_fn ln = b8_layernorm_rows_best();
     b8_quantize_dynamic_fn f = (b8_quantize_dynamic_fn)b8_dispatch(&b8_op_quantize_dynamic)->fn;
 #pragma omp parallel for schedule(static) if (rows * n >= PAR_ELEMS)
-    for (int64_t r = 0; r < rows; r++) {
+    for (int64_t r = 0; r < rows; r++) { /* ldx may differ from n: the LayerNorm takes one row */
         ln(x + r * ldx, x + r * ldx, 1, n, g, b, eps);
         f(x + r * ldx, ldx, 1, n, mul, q + r * ldq, ldq, row_scale + r);
     }

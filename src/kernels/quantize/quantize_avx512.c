@@ -32,22 +32,38 @@ T512 void b8_quantize_static__avx512(const float *x, int64_t ldx, int64_t rows, 
         }
 }
 
+/* `rows` rows (a constant at each caller) with their max-abs chains interleaved; each row's
+ * operations in the order of one row. */
+static inline __attribute__((always_inline)) T512 void
+quant_dyn_rows(const int rows, const float *x, int64_t ldx, int64_t n, const float *mul, int8_t *q, int64_t ldq,
+               float *row_scale) {
+    __m512 vmax[4], inv[4];
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++) vmax[r] = _mm512_setzero_ps();
+    for (int64_t j = 0; j < n; j += LANES) {
+        const __mmask16 k = tail(n - j);
+#pragma GCC unroll 4
+        for (int r = 0; r < rows; r++) vmax[r] = _mm512_max_ps(_mm512_abs_ps(load_v(x + r * ldx, mul, j, k)), vmax[r]);
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++) {
+        const float amax = _mm512_reduce_max_ps(vmax[r]);
+        const float s = amax > 0.0f ? amax / 127.0f : 1.0f;
+        row_scale[r] = s;
+        inv[r] = _mm512_set1_ps(1.0f / s);
+    }
+    for (int64_t j = 0; j < n; j += LANES) {
+        const __mmask16 k = tail(n - j);
+#pragma GCC unroll 4
+        for (int r = 0; r < rows; r++) store_q(q + r * ldq + j, k, _mm512_mul_ps(load_v(x + r * ldx, mul, j, k), inv[r]));
+    }
+}
+
 T512 void b8_quantize_dynamic__avx512(const float *x, int64_t ldx, int64_t rows, int64_t n,
                                       const float *mul, int8_t *q, int64_t ldq, float *row_scale) {
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = x + r * ldx;
-        __m512 vmax = _mm512_setzero_ps();
-        for (int64_t j = 0; j < n; j += LANES)
-            vmax = _mm512_max_ps(_mm512_abs_ps(load_v(xr, mul, j, tail(n - j))), vmax);
-        float amax = _mm512_reduce_max_ps(vmax);
-        float s = amax > 0.0f ? amax / 127.0f : 1.0f;
-        row_scale[r] = s;
-        __m512 inv = _mm512_set1_ps(1.0f / s);
-        for (int64_t j = 0; j < n; j += LANES) {
-            __mmask16 k = tail(n - j);
-            store_q(q + r * ldq + j, k, _mm512_mul_ps(load_v(xr, mul, j, k), inv));
-        }
-    }
+    int64_t r = 0;
+    for (; r + 4 <= rows; r += 4) quant_dyn_rows(4, x + r * ldx, ldx, n, mul, q + r * ldq, ldq, row_scale + r);
+    for (; r < rows; r++) quant_dyn_rows(1, x + r * ldx, ldx, n, mul, q + r * ldq, ldq, row_scale + r);
 }
 
 static inline T512 float sum_lanes(__m512 v) {
@@ -58,33 +74,54 @@ static inline T512 float sum_lanes(__m512 v) {
     return s;
 }
 
-T512 void b8_layernorm_quantize__avx512(const float *x, int64_t ldx, int64_t rows, int64_t n,
-                                        const b8_ln_quant *p, int8_t *q, int64_t ldq) {
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = x + r * ldx;
-        __m512 acc = _mm512_setzero_ps();
-        for (int64_t j = 0; j < n; j += LANES)
-            acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(tail(n - j), xr + j));
-        float mean = sum_lanes(acc) / (float)n;
-        __m512 vmean = _mm512_set1_ps(mean);
-        __m512 acc2 = _mm512_setzero_ps();
-        for (int64_t j = 0; j < n; j += LANES) {
-            __mmask16 k = tail(n - j);
-            __m512 d = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, xr + j), vmean);
-            acc2 = _mm512_fmadd_ps(d, d, acc2);
+/* `rows` rows (a constant at each caller) with their steps interleaved: one row alone is a chain
+ * of dependent additions (16 lane sums, their reduction, then the same for the variance) that
+ * leaves the core mostly idle. Each row's operations and their order are those of one row. */
+static inline __attribute__((always_inline)) T512 void
+ln_quant_rows(const int rows, const float *x, int64_t ldx, int64_t n, const b8_ln_quant *p, float *y, int8_t *q,
+              int64_t ldq) {
+    __m512 acc[4], vmean[4], vrstd[4];
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++) acc[r] = _mm512_setzero_ps();
+    for (int64_t j = 0; j < n; j += LANES) {
+        const __mmask16 k = tail(n - j);
+#pragma GCC unroll 4
+        for (int r = 0; r < rows; r++) acc[r] = _mm512_add_ps(acc[r], _mm512_maskz_loadu_ps(k, x + r * ldx + j));
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++) {
+        vmean[r] = _mm512_set1_ps(sum_lanes(acc[r]) / (float)n);
+        acc[r] = _mm512_setzero_ps();
+    }
+    for (int64_t j = 0; j < n; j += LANES) {
+        const __mmask16 k = tail(n - j);
+#pragma GCC unroll 4
+        for (int r = 0; r < rows; r++) {
+            const __m512 d = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, x + r * ldx + j), vmean[r]);
+            acc[r] = _mm512_fmadd_ps(d, d, acc[r]);
         }
-        float rstd = 1.0f / sqrtf(sum_lanes(acc2) / (float)n + p->eps);
-        __m512 vrstd = _mm512_set1_ps(rstd);
-        for (int64_t j = 0; j < n; j += LANES) {
-            __mmask16 k = tail(n - j);
-            __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, xr + j), vmean), vrstd);
-            store_q(q + r * ldq + j, k,
-                    _mm512_fmadd_ps(d, _mm512_maskz_loadu_ps(k, p->qg + j),
-                                    _mm512_maskz_loadu_ps(k, p->qb + j)));
-            if (p->y)
-                _mm512_mask_storeu_ps(p->y + r * p->ldy + j, k,
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++) vrstd[r] = _mm512_set1_ps(1.0f / sqrtf(sum_lanes(acc[r]) / (float)n + p->eps));
+    for (int64_t j = 0; j < n; j += LANES) {
+        const __mmask16 k = tail(n - j);
+        const __m512 qg = _mm512_maskz_loadu_ps(k, p->qg + j), qb = _mm512_maskz_loadu_ps(k, p->qb + j);
+#pragma GCC unroll 4
+        for (int r = 0; r < rows; r++) {
+            const __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + r * ldx + j), vmean[r]), vrstd[r]);
+            store_q(q + r * ldq + j, k, _mm512_fmadd_ps(d, qg, qb));
+            if (y)
+                _mm512_mask_storeu_ps(y + r * p->ldy + j, k,
                                       _mm512_fmadd_ps(d, _mm512_maskz_loadu_ps(k, p->g + j),
                                                       _mm512_maskz_loadu_ps(k, p->b + j)));
         }
     }
+}
+
+T512 void b8_layernorm_quantize__avx512(const float *x, int64_t ldx, int64_t rows, int64_t n,
+                                        const b8_ln_quant *p, int8_t *q, int64_t ldq) {
+    int64_t r = 0;
+    for (; r + 4 <= rows; r += 4)
+        ln_quant_rows(4, x + r * ldx, ldx, n, p, p->y ? p->y + r * p->ldy : NULL, q + r * ldq, ldq);
+    for (; r < rows; r++) ln_quant_rows(1, x + r * ldx, ldx, n, p, p->y ? p->y + r * p->ldy : NULL, q + r * ldq, ldq);
 }

@@ -146,26 +146,6 @@ static inline void ln_stats_scalar(const float *xr, int64_t n, float eps, float 
     *rstd_out = 1.0f / sqrtf(reduce_lanes(acc2) / (float)n + eps);
 }
 
-AVX512 static inline void ln_stats_avx512(const float *xr, int64_t n, float eps, float *mean_out,
-                                          float *rstd_out) {
-    __m512 acc = _mm512_setzero_ps();
-    for (int64_t j = 0; j < n; j += LANES)
-        acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(tail_mask(n - j), xr + j));
-    float lanes[LANES];
-    _mm512_storeu_ps(lanes, acc);
-    float mean = reduce_lanes(lanes) / (float)n;
-    __m512 vmean = _mm512_set1_ps(mean);
-    __m512 acc2 = _mm512_setzero_ps();
-    for (int64_t j = 0; j < n; j += LANES) {
-        __mmask16 k = tail_mask(n - j);
-        __m512 d = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, xr + j), vmean);
-        acc2 = _mm512_fmadd_ps(d, d, acc2);
-    }
-    _mm512_storeu_ps(lanes, acc2);
-    *mean_out = mean;
-    *rstd_out = 1.0f / sqrtf(reduce_lanes(lanes) / (float)n + eps);
-}
-
 /* LayerNorm: mean and variance by two passes over the row (as torch does, numerically safe). */
 void b8_layernorm_rows__scalar(const float *x, float *y, int64_t rows, int64_t n, const float *g,
                                const float *b, float eps) {
@@ -178,21 +158,56 @@ void b8_layernorm_rows__scalar(const float *x, float *y, int64_t rows, int64_t n
     }
 }
 
-AVX512 void b8_layernorm_rows__avx512(const float *x, float *y, int64_t rows, int64_t n,
-                                      const float *g, const float *b, float eps) {
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = x + r * n;
-        float *yr = y + r * n;
-        float mean_s, rstd_s;
-        ln_stats_avx512(xr, n, eps, &mean_s, &rstd_s);
-        __m512 vmean = _mm512_set1_ps(mean_s), rstd = _mm512_set1_ps(rstd_s);
-        for (int64_t j = 0; j < n; j += LANES) {
-            __mmask16 k = tail_mask(n - j);
-            __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, xr + j), vmean), rstd);
-            __m512 o = _mm512_fmadd_ps(d, _mm512_maskz_loadu_ps(k, g + j), _mm512_maskz_loadu_ps(k, b + j));
-            _mm512_mask_storeu_ps(yr + j, k, o);
+/* `rows` rows (a constant at each caller) with their steps interleaved, each row's operations in
+ * the order of the scalar twin (16 lane sums, reduced 0..15, for the mean, then the same for the
+ * variance): one row alone is a chain of dependent additions that leaves the core mostly idle. */
+static inline __attribute__((always_inline)) AVX512 void ln_rows_avx512(const int rows, const float *x, float *y,
+                                                                        int64_t n, const float *g, const float *b,
+                                                                        float eps) {
+    __m512 acc[4], vmean[4], vrstd[4];
+    float lanes[LANES];
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++) acc[r] = _mm512_setzero_ps();
+    for (int64_t j = 0; j < n; j += LANES) {
+        const __mmask16 k = tail_mask(n - j);
+#pragma GCC unroll 4
+        for (int r = 0; r < rows; r++) acc[r] = _mm512_add_ps(acc[r], _mm512_maskz_loadu_ps(k, x + r * n + j));
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++) {
+        _mm512_storeu_ps(lanes, acc[r]);
+        vmean[r] = _mm512_set1_ps(reduce_lanes(lanes) / (float)n);
+        acc[r] = _mm512_setzero_ps();
+    }
+    for (int64_t j = 0; j < n; j += LANES) {
+        const __mmask16 k = tail_mask(n - j);
+#pragma GCC unroll 4
+        for (int r = 0; r < rows; r++) {
+            const __m512 d = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, x + r * n + j), vmean[r]);
+            acc[r] = _mm512_fmadd_ps(d, d, acc[r]);
         }
     }
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++) {
+        _mm512_storeu_ps(lanes, acc[r]);
+        vrstd[r] = _mm512_set1_ps(1.0f / sqrtf(reduce_lanes(lanes) / (float)n + eps));
+    }
+    for (int64_t j = 0; j < n; j += LANES) {
+        const __mmask16 k = tail_mask(n - j);
+        const __m512 gv = _mm512_maskz_loadu_ps(k, g + j), bv = _mm512_maskz_loadu_ps(k, b + j);
+#pragma GCC unroll 4
+        for (int r = 0; r < rows; r++) {
+            const __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + r * n + j), vmean[r]), vrstd[r]);
+            _mm512_mask_storeu_ps(y + r * n + j, k, _mm512_fmadd_ps(d, gv, bv));
+        }
+    }
+}
+
+AVX512 void b8_layernorm_rows__avx512(const float *x, float *y, int64_t rows, int64_t n,
+                                      const float *g, const float *b, float eps) {
+    int64_t r = 0;
+    for (; r + 4 <= rows; r += 4) ln_rows_avx512(4, x + r * n, y + r * n, n, g, b, eps);
+    for (; r < rows; r++) ln_rows_avx512(1, x + r * n, y + r * n, n, g, b, eps);
 }
 
 static const b8_impl layernorm_impls[] = {
