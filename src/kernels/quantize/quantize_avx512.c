@@ -5,6 +5,8 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "kernels/rowops/ln_avx512.h"
+
 #define T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 #define LANES B8_QUANT_LANES
 
@@ -66,43 +68,12 @@ T512 void b8_quantize_dynamic__avx512(const float *x, int64_t ldx, int64_t rows,
     for (; r < rows; r++) quant_dyn_rows(1, x + r * ldx, ldx, n, mul, q + r * ldq, ldq, row_scale + r);
 }
 
-static inline T512 float sum_lanes(__m512 v) {
-    float l[LANES];
-    _mm512_storeu_ps(l, v);
-    float s = l[0];
-    for (int i = 1; i < LANES; i++) s += l[i];
-    return s;
-}
-
-/* `rows` rows (a constant at each caller) with their steps interleaved: one row alone is a chain
- * of dependent additions (16 lane sums, their reduction, then the same for the variance) that
- * leaves the core mostly idle. Each row's operations and their order are those of one row. */
+/* `rows` rows (a constant at each caller) at once: ln_avx512.h's statistics, then the rows. */
 static inline __attribute__((always_inline)) T512 void
 ln_quant_rows(const int rows, const float *x, int64_t ldx, int64_t n, const b8_ln_quant *p, float *y, int8_t *q,
               int64_t ldq) {
-    __m512 acc[4], vmean[4], vrstd[4];
-#pragma GCC unroll 4
-    for (int r = 0; r < rows; r++) acc[r] = _mm512_setzero_ps();
-    for (int64_t j = 0; j < n; j += LANES) {
-        const __mmask16 k = tail(n - j);
-#pragma GCC unroll 4
-        for (int r = 0; r < rows; r++) acc[r] = _mm512_add_ps(acc[r], _mm512_maskz_loadu_ps(k, x + r * ldx + j));
-    }
-#pragma GCC unroll 4
-    for (int r = 0; r < rows; r++) {
-        vmean[r] = _mm512_set1_ps(sum_lanes(acc[r]) / (float)n);
-        acc[r] = _mm512_setzero_ps();
-    }
-    for (int64_t j = 0; j < n; j += LANES) {
-        const __mmask16 k = tail(n - j);
-#pragma GCC unroll 4
-        for (int r = 0; r < rows; r++) {
-            const __m512 d = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, x + r * ldx + j), vmean[r]);
-            acc[r] = _mm512_fmadd_ps(d, d, acc[r]);
-        }
-    }
-#pragma GCC unroll 4
-    for (int r = 0; r < rows; r++) vrstd[r] = _mm512_set1_ps(1.0f / sqrtf(sum_lanes(acc[r]) / (float)n + p->eps));
+    __m512 vmean[B8_LN_MAX_ROWS], vrstd[B8_LN_MAX_ROWS];
+    b8_ln_stats_rows(rows, x, ldx, n, p->eps, vmean, vrstd);
     for (int64_t j = 0; j < n; j += LANES) {
         const __mmask16 k = tail(n - j);
         const __m512 qg = _mm512_maskz_loadu_ps(k, p->qg + j), qb = _mm512_maskz_loadu_ps(k, p->qb + j);

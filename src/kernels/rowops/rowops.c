@@ -6,6 +6,7 @@
 #include "kernels/rowops/rowops.h"
 #include "base/cpu.h"
 #include "kernels/dispatch.h"
+#include "kernels/rowops/ln_avx512.h"
 
 #include <float.h>
 #include <math.h>
@@ -158,40 +159,12 @@ void b8_layernorm_rows__scalar(const float *x, float *y, int64_t rows, int64_t n
     }
 }
 
-/* `rows` rows (a constant at each caller) with their steps interleaved, each row's operations in
- * the order of the scalar twin (16 lane sums, reduced 0..15, for the mean, then the same for the
- * variance): one row alone is a chain of dependent additions that leaves the core mostly idle. */
+/* `rows` rows (a constant at each caller) at once: ln_avx512.h's statistics, then the rows. */
 static inline __attribute__((always_inline)) AVX512 void ln_rows_avx512(const int rows, const float *x, float *y,
                                                                         int64_t n, const float *g, const float *b,
                                                                         float eps) {
-    __m512 acc[4], vmean[4], vrstd[4];
-    float lanes[LANES];
-#pragma GCC unroll 4
-    for (int r = 0; r < rows; r++) acc[r] = _mm512_setzero_ps();
-    for (int64_t j = 0; j < n; j += LANES) {
-        const __mmask16 k = tail_mask(n - j);
-#pragma GCC unroll 4
-        for (int r = 0; r < rows; r++) acc[r] = _mm512_add_ps(acc[r], _mm512_maskz_loadu_ps(k, x + r * n + j));
-    }
-#pragma GCC unroll 4
-    for (int r = 0; r < rows; r++) {
-        _mm512_storeu_ps(lanes, acc[r]);
-        vmean[r] = _mm512_set1_ps(reduce_lanes(lanes) / (float)n);
-        acc[r] = _mm512_setzero_ps();
-    }
-    for (int64_t j = 0; j < n; j += LANES) {
-        const __mmask16 k = tail_mask(n - j);
-#pragma GCC unroll 4
-        for (int r = 0; r < rows; r++) {
-            const __m512 d = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, x + r * n + j), vmean[r]);
-            acc[r] = _mm512_fmadd_ps(d, d, acc[r]);
-        }
-    }
-#pragma GCC unroll 4
-    for (int r = 0; r < rows; r++) {
-        _mm512_storeu_ps(lanes, acc[r]);
-        vrstd[r] = _mm512_set1_ps(1.0f / sqrtf(reduce_lanes(lanes) / (float)n + eps));
-    }
+    __m512 vmean[B8_LN_MAX_ROWS], vrstd[B8_LN_MAX_ROWS];
+    b8_ln_stats_rows(rows, x, n, n, eps, vmean, vrstd);
     for (int64_t j = 0; j < n; j += LANES) {
         const __mmask16 k = tail_mask(n - j);
         const __m512 gv = _mm512_maskz_loadu_ps(k, g + j), bv = _mm512_maskz_loadu_ps(k, b + j);
