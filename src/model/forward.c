@@ -207,6 +207,21 @@ static void ln_rows(void *ctx, int64_t m0, int64_t m1) {
     }
 }
 
+/* FFN-in's fp32 output rows [m0, m1) (s->ffn, row stride I) quantized per row for a dynamic
+ * FFN-out (in_mul: its smoothing) into s->hq, their scales into s->rowscale2. */
+typedef struct hq_job {
+    bert8_session *s;
+    int64_t I;
+    const float *in_mul;
+} hq_job;
+
+static void hq_rows(void *ctx, int64_t m0, int64_t m1) {
+    const hq_job *j = ctx;
+    bert8_session *s = j->s;
+    b8_quantize_dynamic_best()((const float *)s->ffn.p + m0 * j->I, j->I, m1 - m0, j->I, j->in_mul,
+                               (int8_t *)s->hq.p + m0 * j->I, j->I, (float *)s->rowscale2.p + m0);
+}
+
 /* ln_job's LayerNorm on all M rows over the pool. */
 static void layernorm_next(bert8_session *s, int64_t M, const float *g, const float *b, const b8_qlinear *next) {
     ln_job j = {s, g, b, next};
@@ -230,11 +245,15 @@ typedef struct gcall {
     int64_t ldc;
     int8_t *out_s8;
     const float *out_mul;
-    ln_job *ln; /* a residual group's LayerNorm on out_f32 (= s->x), fused into an INT8 product */
+    /* A row operation an INT8 product runs on its finished output rows (b8_qepilogue.rows_done),
+     * or NULL: a residual group's LayerNorm (ln_rows), FFN-in's per-row quantization for a
+     * dynamic FFN-out (hq_rows). */
+    void (*rows)(void *ctx, int64_t m0, int64_t m1);
+    void *rows_ctx;
 } gcall;
 
-/* Runs the group; an INT8 group also runs the LayerNorm c->ln (when there is one) inside its
- * product, on the rows each unit of work finished (ln_after runs it after an FP32 group). */
+/* Runs the group; an INT8 group also runs c->rows (when there is one) inside its product, on the
+ * rows each unit of work finished (ln_after runs the LayerNorm after an FP32 group). */
 static bert8_status run_group(bert8_session *s, const b8_layer *ly, int64_t M, const gcall *c, double *t) {
     const b8_config *cfg = &s->model->cfg;
     const bool residual = c->g == B8_GROUP_ATTN_OUT || c->g == B8_GROUP_FFN_OUT;
@@ -262,8 +281,8 @@ static bert8_status run_group(bert8_session *s, const b8_layer *ly, int64_t M, c
                        c->ldc,
                        c->out_s8,
                        c->out_mul,
-                       c->ln ? ln_rows : NULL,
-                       c->ln};
+                       c->rows,
+                       c->rows_ctx};
     return b8_qgemm(xq, q->k, M, q->packed, &ep, &s->gemm_ws, &s->err);
 }
 
@@ -369,7 +388,7 @@ static bert8_status attention_s8(bert8_session *s, const rows *r, const b8_layer
     }
     prof_mark(s, BERT8_OP_ATTENTION, t);
     ln_job ln = {s, ly->w[B8_PART_LN1], ly->b[B8_PART_LN1], ly->q[B8_GROUP_FFN_IN]};
-    gcall oc = {B8_GROUP_ATTN_OUT, ctx, fused ? ctxq : NULL, s->xq.p, s->rowscale.p, s->x.p, H, NULL, NULL, &ln};
+    gcall oc = {B8_GROUP_ATTN_OUT, ctx, fused ? ctxq : NULL, s->xq.p, s->rowscale.p, s->x.p, H, NULL, NULL, ln_rows, &ln};
     if ((st = run_group(s, ly, M, &oc, t))) return st;
     prof_mark(s, BERT8_OP_ATTN_OUT, t);
     ln_after(s, ly, B8_GROUP_ATTN_OUT, M, &ln, t);
@@ -390,7 +409,7 @@ static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *l
     const b8_qattn *qa = ly->att;
     /* INT8 attention: the QKV product emits int8 Q, K, V */
     gcall qc = {B8_GROUP_QKV, x, ln_ready(s, qq), s->xq.p, s->rowscale.p, qa ? NULL : qkv, 3 * H,
-                qa ? s->qkvq.p : NULL, qa ? qa->out_mul : NULL, NULL};
+                qa ? s->qkvq.p : NULL, qa ? qa->out_mul : NULL, NULL, NULL};
     if ((st = run_group(s, ly, M, &qc, &t))) return st;
     prof_mark(s, BERT8_OP_QKV, &t);
     if (s->observe && !qa) {
@@ -425,7 +444,7 @@ static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *l
     /* x = LN(x + ctx Wo^T + bo): the residual is added in the GEMM's epilogue, the LayerNorm
      * runs on each unit's rows (INT8) or after the product (FP32) */
     ln_job ln = {s, ly->w[B8_PART_LN1], ly->b[B8_PART_LN1], ly->q[B8_GROUP_FFN_IN]};
-    gcall oc = {B8_GROUP_ATTN_OUT, ctx, NULL, s->xq.p, s->rowscale.p, x, H, NULL, NULL, &ln};
+    gcall oc = {B8_GROUP_ATTN_OUT, ctx, NULL, s->xq.p, s->rowscale.p, x, H, NULL, NULL, ln_rows, &ln};
     if ((st = run_group(s, ly, M, &oc, &t))) return st;
     prof_mark(s, BERT8_OP_ATTN_OUT, &t);
     ln_after(s, ly, B8_GROUP_ATTN_OUT, M, &ln, &t);
@@ -441,16 +460,21 @@ static bert8_status ffn(bert8_session *s, const rows *r, const b8_layer *ly, int
     double t = prof_start(s);
     if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_IN_IN, x, M, H, H, r->mask);
     const b8_qlinear *qi = ly->q[B8_GROUP_FFN_IN], *qo = ly->q[B8_GROUP_FFN_OUT];
-    /* INT8 end to end: FFN-in -> GELU -> int8 -> FFN-out never leaves int8 */
+    /* INT8 end to end: FFN-in -> GELU -> int8 -> FFN-out never leaves int8 (static FFN-out), or
+     * FFN-in quantizes each of its fp32 output rows for a dynamic FFN-out as soon as it finished
+     * them, instead of a pass of its own over the M x I floats */
     const bool fused_h = qi && qo && qo->mode == B8_QMODE_STATIC && !s->observe;
+    const bool dyn_h = qi && qo && qo->mode == B8_QMODE_DYNAMIC && !s->observe;
+    hq_job hj = {s, I, qo ? qo->in_mul : NULL};
     gcall ic = {B8_GROUP_FFN_IN, x, ln_ready(s, qi), s->xq.p, s->rowscale.p, fused_h ? NULL : h, I,
-                fused_h ? s->hq.p : NULL, fused_h ? qo->in_mul : NULL, NULL};
+                fused_h ? s->hq.p : NULL, fused_h ? qo->in_mul : NULL, dyn_h ? hq_rows : NULL, &hj};
     if ((st = run_group(s, ly, M, &ic, &t))) return st;
     prof_mark(s, BERT8_OP_FFN_IN, &t);
     if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_OUT_IN, h, M, I, I, r->mask);
     const b8_qlinear *next = layer + 1 < c->num_layers ? ly[1].q[B8_GROUP_QKV] : NULL;
     ln_job ln = {s, ly->w[B8_PART_LN2], ly->b[B8_PART_LN2], next};
-    gcall oc = {B8_GROUP_FFN_OUT, h, fused_h ? s->hq.p : NULL, s->hq.p, s->rowscale2.p, x, H, NULL, NULL, &ln};
+    gcall oc = {B8_GROUP_FFN_OUT, h, fused_h || dyn_h ? s->hq.p : NULL, s->hq.p, s->rowscale2.p, x, H, NULL, NULL, ln_rows,
+                &ln};
     if ((st = run_group(s, ly, M, &oc, &t))) return st;
     prof_mark(s, BERT8_OP_FFN_OUT, &t);
     ln_after(s, ly, B8_GROUP_FFN_OUT, M, &ln, &t);
