@@ -195,15 +195,16 @@ static void ln_rows(void *ctx, int64_t m0, int64_t m1) {
     const int64_t H = c->hidden_size, n = m1 - m0;
     const b8_qlinear *next = j->next;
     float *x = (float *)s->x.p + m0 * H;
-    int8_t *xq = (int8_t *)s->xq.p + m0 * H;
+    /* s->xq and s->rowscale exist only when the model has INT8 groups */
     if (next && next->mode == B8_QMODE_DYNAMIC) {
         b8_layernorm_rows_best()(x, x, n, H, j->g, j->b, c->layer_norm_eps);
-        b8_quantize_dynamic_best()(x, H, n, H, next->in_mul, xq, H, (float *)s->rowscale.p + m0);
+        b8_quantize_dynamic_best()(x, H, n, H, next->in_mul, (int8_t *)s->xq.p + m0 * H, H,
+                                   (float *)s->rowscale.p + m0);
     } else if (!next || next->mode != B8_QMODE_STATIC || !next->ln_qg) {
         b8_layernorm_rows_best()(x, x, n, H, j->g, j->b, c->layer_norm_eps);
     } else {
         const b8_ln_quant p = {next->ln_qg, next->ln_qb, j->g, j->b, x, H, c->layer_norm_eps};
-        b8_layernorm_quantize_best()(x, H, n, H, &p, xq, H);
+        b8_layernorm_quantize_best()(x, H, n, H, &p, (int8_t *)s->xq.p + m0 * H, H);
     }
 }
 
