@@ -14,6 +14,7 @@
 #include "kernels/attention/attention.h"
 #include "kernels/dispatch.h"
 #include "kernels/gemm_f32/sgemm.h"
+#include "kernels/gemm_f32/sgemm_rows.h"
 #include "kernels/gemm_s8/qgemm.h"
 #include "kernels/quantize/quantize.h"
 #include "kernels/rowops/rowops.h"
@@ -136,6 +137,50 @@ TEST(chosen_gemm_kernels_match_their_scalar_twins) {
     b8_free_aligned(w), b8_free_aligned(bias), b8_free_aligned(a), b8_free_aligned(c), b8_free_aligned(r), b8_free_aligned(ws);
 }
 
+/* The heads' product: the chosen kernel gives its scalar twin's bits, for every activation, with
+ * and without accumulation, at K with and without a tail of 8; through b8_sgemm, a row gives
+ * the same bits alone as in a batch of 37, on one thread and on all of them. */
+TEST(head_gemm_matches_its_scalar_twin_and_ignores_the_batch) {
+    const int64_t M = 37, N = 70;
+    const int64_t ks[] = {1, 8, 13, 64, 129};
+    for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
+        const int64_t K = ks[ki];
+        float *w = rnd((size_t)(N * K), 11, 1.0f), *bias = rnd((size_t)N, 12, 1.0f), *a = rnd((size_t)(M * K), 13, 2.0f);
+        float *c0 = rnd((size_t)(M * N), 14, 1.0f), *c1 = b8_malloc_aligned((size_t)(M * N) * sizeof(float));
+        for (int act = 0; act < B8_ACT_COUNT; act++)
+            for (int acc = 0; acc < 2; acc++) {
+                memcpy(c1, c0, (size_t)(M * N) * sizeof(float));
+                float *d0 = b8_malloc_aligned((size_t)(M * N) * sizeof(float));
+                memcpy(d0, c0, (size_t)(M * N) * sizeof(float));
+                b8_sgemm_rows_best()(a, K, M, w, bias, K, (b8_act)act, acc, d0, N, 0, N);
+                ((b8_sgemm_rows_fn)scalar_of(op("sgemm_rows"))->fn)(a, K, M, w, bias, K, (b8_act)act, acc, c1, N, 0, N);
+                CHECKF(!memcmp(d0, c1, (size_t)(M * N) * sizeof(float)), "%s K=%lld act %d acc %d",
+                       b8_dispatch_choice("sgemm_rows"), (long long)K, act, acc);
+                b8_free_aligned(d0);
+            }
+        b8_sgemm_w *pw = NULL;
+        b8_err e;
+        CHECK(b8_sgemm_w_pack_head(w, bias, N, K, B8_ACT_TANH, &pw, &e) == BERT8_OK);
+        int nt = bert8_get_threads();
+        for (int threads = 1; threads <= nt; threads += nt > 1 ? nt - 1 : 1) {
+            bert8_set_threads(threads);
+            CHECK(pw && b8_sgemm(pw, a, K, M, c0, N, &e) == BERT8_OK);
+            for (int64_t i = 0; i < M; i++) {
+                CHECK(b8_sgemm(pw, a + i * K, K, 1, c1 + i * N, N, &e) == BERT8_OK);
+                for (int64_t j = 0; j < N; j++) {
+                    double s = bias[j];
+                    for (int64_t k = 0; k < K; k++) s += (double)a[i * K + k] * w[j * K + k];
+                    CHECK(fabs(c0[i * N + j] - tanh(s)) < 1e-5);
+                }
+            }
+            CHECK(!memcmp(c0, c1, (size_t)(M * N) * sizeof(float)));
+        }
+        bert8_set_threads(nt);
+        b8_sgemm_w_free(pw);
+        b8_free_aligned(w), b8_free_aligned(bias), b8_free_aligned(a), b8_free_aligned(c0), b8_free_aligned(c1);
+    }
+}
+
 TEST(a_misspelled_cap_is_an_error_at_load) {
     char err[1024] = "";
     bert8_model *m = NULL;
@@ -164,5 +209,6 @@ int main(int argc, char **argv) {
     RUN(every_op_runs_the_first_implementation_the_cap_allows);
     RUN(chosen_row_kernels_match_their_scalar_twins_bit_for_bit);
     RUN(chosen_gemm_kernels_match_their_scalar_twins);
+    RUN(head_gemm_matches_its_scalar_twin_and_ignores_the_batch);
     return tu_finish();
 }

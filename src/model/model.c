@@ -115,7 +115,7 @@ static bert8_status get_linear(loader *L, const char *base, bool with_prefix, in
     lin->n = n;
     lin->k = k;
     bert8_status st = get_views(L, base, with_prefix, n, k, &lin->w, &lin->b);
-    if (!st && (st = b8_sgemm_w_pack(lin->w, lin->b, n, k, post, false, &lin->f32, L->e)))
+    if (!st && (st = b8_sgemm_w_pack_head(lin->w, lin->b, n, k, post, &lin->f32, L->e)))
         return b8_wrap(L->e, "%s: packing \"%s\"", L->m->dir, base);
     return st;
 }

@@ -16,6 +16,7 @@
 
 #include "base/cpu.h"
 #include "kernels/dispatch.h"
+#include "kernels/gemm_f32/sgemm_rows.h"
 
 #include <math.h>
 
@@ -58,6 +59,7 @@ struct b8_sgemm_w {
     b8_act post;
     bool acc;
     bool scalar;     /* the scalar twin runs it: packed is W [n][k] as given */
+    bool rows;       /* a task head: sgemm_rows runs it (batch-invariant), packed is W [n][k] */
     void *packed;    /* W in the primitive's layout (or [n][k] for the twin), 64-byte aligned */
     float *bias;     /* [n] */
     dnnl_memory_desc_t wmd;
@@ -157,8 +159,8 @@ out:
     return s;
 }
 
-bert8_status b8_sgemm_w_pack(const float *wsrc, const float *bias, int64_t n, int64_t k, b8_act post,
-                             bool accumulate, b8_sgemm_w **out, b8_err *e) {
+static bert8_status pack(const float *wsrc, const float *bias, int64_t n, int64_t k, b8_act post,
+                         bool accumulate, bool rows, b8_sgemm_w **out, b8_err *e) {
     *out = NULL;
     if (n <= 0 || k <= 0 || !wsrc)
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "sgemm: bad weight %lld x %lld", (long long)n, (long long)k);
@@ -170,9 +172,10 @@ bert8_status b8_sgemm_w_pack(const float *wsrc, const float *bias, int64_t n, in
     w->k = k;
     w->post = post;
     w->acc = accumulate;
-    if (b8_dispatch(&b8_op_sgemm)->fn == sgemm_scalar_marker) {
+    w->rows = rows;
+    if (rows || b8_dispatch(&b8_op_sgemm)->fn == sgemm_scalar_marker) {
         size_t nk;
-        w->scalar = true;
+        w->scalar = !rows;
         w->bias = b8_calloc_aligned((size_t)n, sizeof(float));
         w->packed = b8_mul_ok((size_t)n, (size_t)k, &nk) ? b8_malloc_aligned(nk * sizeof(float)) : NULL;
         if (!w->packed || !w->bias) {
@@ -247,6 +250,29 @@ done:
     return st;
 }
 
+bert8_status b8_sgemm_w_pack(const float *wsrc, const float *bias, int64_t n, int64_t k, b8_act post,
+                             bool accumulate, b8_sgemm_w **out, b8_err *e) {
+    return pack(wsrc, bias, n, k, post, accumulate, false, out, e);
+}
+
+bert8_status b8_sgemm_w_pack_head(const float *wsrc, const float *bias, int64_t n, int64_t k, b8_act post,
+                                  b8_sgemm_w **out, b8_err *e) {
+    return pack(wsrc, bias, n, k, post, false, true, out, e);
+}
+
+/* A head's product in tiles of 16 rows x 64 outputs; every output is summed in the same order
+ * whatever the tiling (sgemm_rows.h), so the threads change nothing in the result. */
+static void sgemm_rows(const b8_sgemm_w *w, const float *a, int64_t lda, int64_t m, float *c, int64_t ldc) {
+    const b8_sgemm_rows_fn fn = b8_sgemm_rows_best();
+    const int64_t RB = 16, CB = 64, rt = (m + RB - 1) / RB, ct = (w->n + CB - 1) / CB;
+#pragma omp parallel for schedule(static) if (m * w->n * w->k >= (1 << 18))
+    for (int64_t t = 0; t < rt * ct; t++) {
+        int64_t i0 = t / ct * RB, j0 = t % ct * CB;
+        int64_t mi = m - i0 < RB ? m - i0 : RB, j1 = w->n - j0 < CB ? w->n : j0 + CB;
+        fn(a + i0 * lda, lda, mi, w->packed, w->bias, w->k, w->post, w->acc, c + i0 * ldc, ldc, j0, j1);
+    }
+}
+
 void b8_sgemm_w_free(b8_sgemm_w *w) {
     if (!w) return;
     if (w->prim) dnnl_primitive_destroy(w->prim);
@@ -261,6 +287,10 @@ bert8_status b8_sgemm(const b8_sgemm_w *w, const float *a, int64_t lda, int64_t 
     if (!w || !a || !c || lda < w->k || ldc < w->n)
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "sgemm: bad call (lda %lld, ldc %lld)", (long long)lda,
                        (long long)ldc);
+    if (w->rows) {
+        sgemm_rows(w, a, lda, m, c, ldc);
+        return BERT8_OK;
+    }
     if (w->scalar) {
         sgemm__scalar(w, a, lda, m, c, ldc);
         return BERT8_OK;

@@ -18,6 +18,11 @@ typedef struct b8_sgemm_w b8_sgemm_w;
 /* bias may be NULL (zeros). */
 bert8_status b8_sgemm_w_pack(const float *w, const float *bias, int64_t n, int64_t k, b8_act post,
                              bool accumulate, b8_sgemm_w **out, b8_err *e);
+/* A task head's weight (pooler, classifiers, QA and token heads): run by sgemm_rows.h's kernel,
+ * whose every output is summed in an order fixed by K alone, so that a sequence's head output
+ * is the same bits whatever batch it runs in, on every thread count and ISA level. */
+bert8_status b8_sgemm_w_pack_head(const float *w, const float *bias, int64_t n, int64_t k, b8_act post,
+                                  b8_sgemm_w **out, b8_err *e);
 void b8_sgemm_w_free(b8_sgemm_w *w); /* NULL is a no-op */
 
 /* C [m][ldc] = the weight's epilogue of A [m][lda] x W^T. m may be 0. Thread-safe. */
