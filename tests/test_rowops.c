@@ -1,4 +1,4 @@
-/* test_rowops.c: the AVX-512 row kernels (masked softmax, LayerNorm, attention) agree
+/* test_rowops.c: the AVX-512 and AVX2 row kernels (masked softmax, LayerNorm, attention) agree
  * bit for bit with their scalar twins, and the twins agree with plain libm maths. */
 #include "testutil.h"
 #include "base/cpu.h"
@@ -31,33 +31,41 @@ TEST(expf_approx_close_to_libm) {
     CHECK(b8_expf_approx(0.0f) == 1.0f);
 }
 
-TEST(softmax_avx512_matches_scalar_bit_exact) {
-    if (!b8_cpu_allows(B8_ISA_AVX512)) {
-        printf("  (no AVX-512 here: SIMD twin not run)\n");
-        return;
-    }
-    for (size_t si = 0; si < NS; si++) {
-        int64_t n = SIZES[si], rows = 3;
-        float *a = malloc(sizeof(float) * rows * n), *b = malloc(sizeof(float) * rows * n);
-        int32_t *mask = malloc(sizeof(int32_t) * n);
-        for (int64_t i = 0; i < rows * n; i++) a[i] = b[i] = frand(12.0f);
-        for (int64_t j = 0; j < n; j++) mask[j] = (j % 5 != 3);
-        for (int mode = 0; mode < 2; mode++) {
-            for (int use_mask = 0; use_mask < 2; use_mask++) {
-                for (int64_t i = 0; i < rows * n; i++) a[i] = b[i] = frand(12.0f);
-                b8_softmax_rows__scalar(a, rows, n, use_mask ? mask : NULL, (b8_mask_mode)mode);
-                b8_softmax_rows__avx512(b, rows, n, use_mask ? mask : NULL, (b8_mask_mode)mode);
-                CHECKF(memcmp(a, b, sizeof(float) * rows * n) == 0, "n=%lld mode=%d mask=%d", (long long)n,
-                       mode, use_mask);
-                double sum = 0;
-                for (int64_t j = 0; j < n; j++) sum += a[j];
-                CHECKF(fabs(sum - 1.0) < 1e-5, "row sums to %g", sum);
-                if (use_mask && n > 3) CHECK(a[3] == 0.0f);
-            }
+/* Each SIMD softmax the CPU can run (AVX-512, AVX2) against the scalar twin. */
+TEST(softmax_simd_twins_match_scalar_bit_exact) {
+    const struct {
+        const char *name;
+        b8_isa isa;
+        b8_softmax_fn fn;
+    } simd[] = {{"avx512", B8_ISA_AVX512, b8_softmax_rows__avx512}, {"avx2", B8_ISA_AVX2, b8_softmax_rows__avx2}};
+    for (size_t w = 0; w < sizeof simd / sizeof *simd; w++) {
+        if (!b8_cpu_allows(simd[w].isa)) {
+            printf("  (no %s here: that SIMD twin not run)\n", simd[w].name);
+            continue;
         }
-        free(a);
-        free(b);
-        free(mask);
+        for (size_t si = 0; si < NS; si++) {
+            int64_t n = SIZES[si], rows = 3;
+            float *a = malloc(sizeof(float) * rows * n), *b = malloc(sizeof(float) * rows * n);
+            int32_t *mask = malloc(sizeof(int32_t) * n);
+            for (int64_t j = 0; j < n; j++) mask[j] = (j % 5 != 3);
+            for (int mode = 0; mode < 2; mode++) {
+                for (int use_mask = 0; use_mask < 2; use_mask++) {
+                    for (int64_t i = 0; i < rows * n; i++) a[i] = b[i] = frand(12.0f);
+                    if (n > 4) a[4] = b[4] = -100.0f; /* exp underflows to 0 past -87.3 */
+                    b8_softmax_rows__scalar(a, rows, n, use_mask ? mask : NULL, (b8_mask_mode)mode);
+                    simd[w].fn(b, rows, n, use_mask ? mask : NULL, (b8_mask_mode)mode);
+                    CHECKF(memcmp(a, b, sizeof(float) * rows * n) == 0, "%s n=%lld mode=%d mask=%d", simd[w].name,
+                           (long long)n, mode, use_mask);
+                    double sum = 0;
+                    for (int64_t j = 0; j < n; j++) sum += a[j];
+                    CHECKF(fabs(sum - 1.0) < 1e-5, "row sums to %g", sum);
+                    if (use_mask && n > 3) CHECK(a[3] == 0.0f);
+                }
+            }
+            free(a);
+            free(b);
+            free(mask);
+        }
     }
 }
 
@@ -101,6 +109,13 @@ TEST(layernorm_twins_bit_exact_and_correct) {
             b8_layernorm_rows__avx512(y2, y2, rows, n, g, b, 1e-12f);
             CHECKF(memcmp(y1, y2, sizeof(float) * rows * n) == 0, "LN in place n=%lld", (long long)n);
         }
+        if (b8_cpu_allows(B8_ISA_AVX2)) {
+            b8_layernorm_rows__avx2(x, y2, rows, n, g, b, 1e-12f);
+            CHECKF(memcmp(y1, y2, sizeof(float) * rows * n) == 0, "LN avx2 n=%lld", (long long)n);
+            memcpy(y2, x, sizeof(float) * rows * n);
+            b8_layernorm_rows__avx2(y2, y2, rows, n, g, b, 1e-12f);
+            CHECKF(memcmp(y1, y2, sizeof(float) * rows * n) == 0, "LN avx2 in place n=%lld", (long long)n);
+        }
         free(x), free(y1), free(y2), free(g), free(b);
     }
 }
@@ -125,6 +140,13 @@ TEST(attention_twins_bit_exact_and_correct) {
                     b8_attention_head__avx512(qkv, qkv + d, qkv + 2 * d, ld, T, d, alpha, mk, (b8_mask_mode)mode, c2,
                                               ldo, scr);
                     CHECKF(memcmp(c1, c2, sizeof(float) * (size_t)(T * ldo)) == 0, "T=%lld d=%lld mode=%d",
+                           (long long)T, (long long)d, mode);
+                }
+                if (b8_cpu_allows(B8_ISA_AVX2)) {
+                    memset(c2, 0, sizeof(float) * (size_t)(T * ldo));
+                    b8_attention_head__avx2(qkv, qkv + d, qkv + 2 * d, ld, T, d, alpha, mk, (b8_mask_mode)mode, c2, ldo,
+                                            scr);
+                    CHECKF(memcmp(c1, c2, sizeof(float) * (size_t)(T * ldo)) == 0, "avx2 T=%lld d=%lld mode=%d",
                            (long long)T, (long long)d, mode);
                 }
                 /* against double-precision attention */
@@ -271,7 +293,7 @@ TEST(int8_attention_with_every_key_masked) {
 
 int main(void) {
     RUN(expf_approx_close_to_libm);
-    RUN(softmax_avx512_matches_scalar_bit_exact);
+    RUN(softmax_simd_twins_match_scalar_bit_exact);
     RUN(softmax_scalar_matches_reference_maths);
     RUN(layernorm_twins_bit_exact_and_correct);
     RUN(attention_twins_bit_exact_and_correct);

@@ -1,7 +1,7 @@
 /* attention.c: fused per-head attention. K is transposed once into scratch so a row of
  * scores is a sum over d of broadcast(q[i][k]) * Kt[k][:], which vectorises along the keys;
  * blocks of 4 query rows share each load. Both twins accumulate in ascending k (scores) and
- * ascending j (context) with fused multiply-adds, so they agree bit for bit. */
+ * ascending j (context) with fused multiply-adds, so they agree bit for bit. AVX-512, AVX2, scalar. */
 #include "kernels/attention/attention.h"
 #include "base/cpu.h"
 #include "kernels/dispatch.h"
@@ -140,10 +140,92 @@ AVX512 void b8_attention_head__avx512(const float *q, const float *k, const floa
     }
 }
 
+/* ---- AVX2: blocks of 4 query rows x 16 columns (8 accumulators of 8 floats) ---- */
+
+#define AVX2 __attribute__((target("avx2,fma")))
+#define CW2 16
+
+AVX2 static inline __m256i lanes8(int64_t left) {
+    const int l = left >= 8 ? 8 : left <= 0 ? 0 : (int)left;
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(l), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+AVX2 static inline __attribute__((always_inline)) void scores_block_avx2(const float *q, int64_t ld, int64_t d,
+                                                                         const float *kt, int64_t tp, float alpha,
+                                                                         float *s, int rb) {
+    const __m256 va = _mm256_set1_ps(alpha);
+    for (int64_t c0 = 0; c0 < tp; c0 += CW2) {
+        __m256 acc[RB][2];
+#pragma GCC unroll 4
+        for (int r = 0; r < rb; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+        for (int64_t kk = 0; kk < d; kk++) {
+            const float *kr = kt + kk * tp + c0;
+            const __m256 k0 = _mm256_loadu_ps(kr), k1 = _mm256_loadu_ps(kr + 8);
+#pragma GCC unroll 4
+            for (int r = 0; r < rb; r++) {
+                const __m256 qb = _mm256_broadcast_ss(q + r * ld + kk);
+                acc[r][0] = _mm256_fmadd_ps(qb, k0, acc[r][0]);
+                acc[r][1] = _mm256_fmadd_ps(qb, k1, acc[r][1]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < rb; r++) {
+            _mm256_storeu_ps(s + r * tp + c0, _mm256_mul_ps(acc[r][0], va));
+            _mm256_storeu_ps(s + r * tp + c0 + 8, _mm256_mul_ps(acc[r][1], va));
+        }
+    }
+}
+
+AVX2 static inline __attribute__((always_inline)) void context_block_avx2(const float *s, int64_t tp, const float *v,
+                                                                          int64_t ld, int64_t T, int64_t d, float *ctx,
+                                                                          int64_t ldo, int rb) {
+    for (int64_t d0 = 0; d0 < d; d0 += CW2) {
+        const __m256i m0 = lanes8(d - d0), m1 = lanes8(d - d0 - 8);
+        __m256 acc[RB][2];
+#pragma GCC unroll 4
+        for (int r = 0; r < rb; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+        for (int64_t j = 0; j < T; j++) {
+            const float *vr = v + j * ld + d0;
+            const __m256 v0 = _mm256_maskload_ps(vr, m0), v1 = _mm256_maskload_ps(vr + 8, m1);
+#pragma GCC unroll 4
+            for (int r = 0; r < rb; r++) {
+                const __m256 pb = _mm256_broadcast_ss(s + r * tp + j);
+                acc[r][0] = _mm256_fmadd_ps(pb, v0, acc[r][0]);
+                acc[r][1] = _mm256_fmadd_ps(pb, v1, acc[r][1]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < rb; r++) {
+            _mm256_maskstore_ps(ctx + r * ldo + d0, m0, acc[r][0]);
+            _mm256_maskstore_ps(ctx + r * ldo + d0 + 8, m1, acc[r][1]);
+        }
+    }
+}
+
+AVX2 void b8_attention_head__avx2(const float *q, const float *k, const float *v, int64_t ld, int64_t T, int64_t d,
+                                  float alpha, const int32_t *mask, b8_mask_mode mode, float *ctx, int64_t ldo,
+                                  float *scratch) {
+    const int64_t tp = round_up(T, CW);
+    float *kt = scratch, *s = scratch + d * tp;
+    transpose_k(k, ld, T, d, kt, tp);
+    int64_t i = 0;
+    for (; i + RB <= T; i += RB) {
+        scores_block_avx2(q + i * ld, ld, d, kt, tp, alpha, s, RB);
+        for (int r = 0; r < RB; r++) b8_softmax_rows__avx2(s + r * tp, 1, T, mask, mode);
+        context_block_avx2(s, tp, v, ld, T, d, ctx + i * ldo, ldo, RB);
+    }
+    for (; i < T; i++) {
+        scores_block_avx2(q + i * ld, ld, d, kt, tp, alpha, s, 1);
+        b8_softmax_rows__avx2(s, 1, T, mask, mode);
+        context_block_avx2(s, tp, v, ld, T, d, ctx + i * ldo, ldo, 1);
+    }
+}
+
 static const b8_impl attention_impls[] = {
     {"attention_head__avx512", B8_ISA_AVX512, (b8_fnptr)b8_attention_head__avx512},
+    {"attention_head__avx2", B8_ISA_AVX2, (b8_fnptr)b8_attention_head__avx2},
     {"attention_head__scalar", B8_ISA_SCALAR, (b8_fnptr)b8_attention_head__scalar},
 };
-b8_op_table b8_op_attention = {"attention", attention_impls, 2, -1};
+b8_op_table b8_op_attention = {"attention", attention_impls, 3, -1};
 
 b8_attention_fn b8_attention_head_best(void) { return (b8_attention_fn)b8_dispatch(&b8_op_attention)->fn; }

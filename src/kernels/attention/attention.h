@@ -20,6 +20,9 @@ void b8_attention_head__scalar(const float *q, const float *k, const float *v, i
 void b8_attention_head__avx512(const float *q, const float *k, const float *v, int64_t ld, int64_t T, int64_t d,
                                float alpha, const int32_t *mask, b8_mask_mode mode, float *ctx, int64_t ldo,
                                float *scratch);
+void b8_attention_head__avx2(const float *q, const float *k, const float *v, int64_t ld, int64_t T, int64_t d,
+                             float alpha, const int32_t *mask, b8_mask_mode mode, float *ctx, int64_t ldo,
+                             float *scratch);
 b8_attention_fn b8_attention_head_best(void);
 
 /* ---- INT8 attention (attention_s8.c) ---- */

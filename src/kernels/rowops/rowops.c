@@ -1,4 +1,4 @@
-/* rowops.c: masked softmax and LayerNorm rows, AVX-512 and scalar twins.
+/* rowops.c: masked softmax and LayerNorm rows, AVX-512, AVX2 and scalar twins.
  *
  * Both twins follow one order of floating-point operations: 16 lane accumulators (lane j%16),
  * reduced lane 0..15 in sequence, explicit fused multiply-adds where the SIMD code uses them.
@@ -183,11 +183,145 @@ AVX512 void b8_layernorm_rows__avx512(const float *x, float *y, int64_t rows, in
     for (; r < rows; r++) ln_rows_avx512(1, x + r * n, y + r * n, n, g, b, eps);
 }
 
+/* ---- AVX2: the 16 lanes of the shared order as two 8-float halves (lanes 0-7 and 8-15) ---- */
+
+#define AVX2 __attribute__((target("avx2,fma")))
+
+/* Lanes [j, j + 8) of a row of n floats that exist, as a load/store mask. */
+AVX2 static inline __m256i mask8(int64_t left) {
+    const int l = left >= 8 ? 8 : left <= 0 ? 0 : (int)left;
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(l), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+AVX2 static inline float sum16(__m256 lo, __m256 hi) {
+    float l[LANES];
+    _mm256_storeu_ps(l, lo);
+    _mm256_storeu_ps(l + 8, hi);
+    return reduce_lanes(l);
+}
+
+/* exp16's operations on 8 lanes. scalef(p, n) is p * 2^n rounded once: here p * 2^(n - n/2)
+ * (exact, p is near 1) times 2^(n/2), both powers normal for every n the clamps allow. */
+AVX2 static inline __m256 exp8(__m256 x) {
+    const __m256 under = _mm256_cmp_ps(x, _mm256_set1_ps(EXP_LO), _CMP_LT_OQ);
+    x = _mm256_min_ps(x, _mm256_set1_ps(EXP_HI));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-LN2_HI), x);
+    r = _mm256_fmadd_ps(n, _mm256_set1_ps(-LN2_LO), r);
+    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(P0), r, _mm256_set1_ps(P1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(P5));
+    __m256 r2 = _mm256_mul_ps(r, r);
+    p = _mm256_fmadd_ps(p, r2, r);
+    p = _mm256_add_ps(p, _mm256_set1_ps(1.0f));
+    const __m256i ni = _mm256_cvtps_epi32(n), half = _mm256_srai_epi32(ni, 1);
+    const __m256i bias = _mm256_set1_epi32(127);
+    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(ni, half), bias), 23));
+    const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, bias), 23));
+    p = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+    return _mm256_andnot_ps(under, p);
+}
+
+AVX2 void b8_softmax_rows__avx2(float *x, int64_t rows, int64_t n, const int32_t *mask, b8_mask_mode mode) {
+    const __m256 minneg = _mm256_set1_ps(MIN_NEG), neginf = _mm256_set1_ps(-INFINITY);
+    for (int64_t r = 0; r < rows; r++) {
+        float *row = x + r * n;
+        __m256 vmx = neginf;
+        for (int64_t j = 0; j < n; j += 8) {
+            const __m256i k = mask8(n - j);
+            __m256 v = _mm256_maskload_ps(row + j, k);
+            if (mask) {
+                const __m256i mv = _mm256_maskload_epi32((const int *)mask + j, k);
+                const __m256 off = _mm256_castsi256_ps(_mm256_and_si256(k, _mm256_cmpeq_epi32(mv, _mm256_setzero_si256())));
+                const __m256 repl = mode == B8_MASK_ADD_MIN ? _mm256_add_ps(v, minneg) : minneg;
+                v = _mm256_blendv_ps(v, repl, off);
+                _mm256_maskstore_ps(row + j, k, v);
+            }
+            vmx = _mm256_max_ps(vmx, _mm256_blendv_ps(neginf, v, _mm256_castsi256_ps(k)));
+        }
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmx), _mm256_extractf128_ps(vmx, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const __m256 vm = _mm256_set1_ps(_mm_cvtss_f32(m4));
+        __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+        for (int64_t j = 0; j < n; j += 16) {
+            const __m256i k0 = mask8(n - j), k1 = mask8(n - j - 8);
+            __m256 v0 = exp8(_mm256_sub_ps(_mm256_maskload_ps(row + j, k0), vm));
+            __m256 v1 = exp8(_mm256_sub_ps(_mm256_maskload_ps(row + j + 8, k1), vm));
+            v0 = _mm256_and_ps(v0, _mm256_castsi256_ps(k0));
+            v1 = _mm256_and_ps(v1, _mm256_castsi256_ps(k1));
+            _mm256_maskstore_ps(row + j, k0, v0);
+            _mm256_maskstore_ps(row + j + 8, k1, v1);
+            lo = _mm256_add_ps(lo, v0);
+            hi = _mm256_add_ps(hi, v1);
+        }
+        const __m256 inv = _mm256_set1_ps(1.0f / sum16(lo, hi));
+        for (int64_t j = 0; j < n; j += 8) {
+            const __m256i k = mask8(n - j);
+            _mm256_maskstore_ps(row + j, k, _mm256_mul_ps(_mm256_maskload_ps(row + j, k), inv));
+        }
+    }
+}
+
+/* `rows` rows (1 to 4, a constant at each caller) with their steps interleaved, as on AVX-512. */
+static inline __attribute__((always_inline)) AVX2 void ln_rows_avx2(const int rows, const float *x, float *y, int64_t n,
+                                                                    const float *g, const float *b, float eps) {
+    __m256 acc[4][2], vmean[4], vrstd[4];
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int64_t j = 0; j < n; j += 16) {
+        const __m256i k0 = mask8(n - j), k1 = mask8(n - j - 8);
+#pragma GCC unroll 4
+        for (int r = 0; r < rows; r++) {
+            acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_maskload_ps(x + r * n + j, k0));
+            acc[r][1] = _mm256_add_ps(acc[r][1], _mm256_maskload_ps(x + r * n + j + 8, k1));
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++) {
+        vmean[r] = _mm256_set1_ps(sum16(acc[r][0], acc[r][1]) / (float)n);
+        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    }
+    for (int64_t j = 0; j < n; j += 16) {
+        const __m256i k0 = mask8(n - j), k1 = mask8(n - j - 8);
+#pragma GCC unroll 4
+        for (int r = 0; r < rows; r++) {
+            const __m256 d0 = _mm256_and_ps(_mm256_sub_ps(_mm256_maskload_ps(x + r * n + j, k0), vmean[r]),
+                                            _mm256_castsi256_ps(k0));
+            const __m256 d1 = _mm256_and_ps(_mm256_sub_ps(_mm256_maskload_ps(x + r * n + j + 8, k1), vmean[r]),
+                                            _mm256_castsi256_ps(k1));
+            acc[r][0] = _mm256_fmadd_ps(d0, d0, acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(d1, d1, acc[r][1]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++) vrstd[r] = _mm256_set1_ps(1.0f / sqrtf(sum16(acc[r][0], acc[r][1]) / (float)n + eps));
+    for (int64_t j = 0; j < n; j += 8) {
+        const __m256i k = mask8(n - j);
+        const __m256 gv = _mm256_maskload_ps(g + j, k), bv = _mm256_maskload_ps(b + j, k);
+#pragma GCC unroll 4
+        for (int r = 0; r < rows; r++) {
+            const __m256 d = _mm256_mul_ps(_mm256_sub_ps(_mm256_maskload_ps(x + r * n + j, k), vmean[r]), vrstd[r]);
+            _mm256_maskstore_ps(y + r * n + j, k, _mm256_fmadd_ps(d, gv, bv));
+        }
+    }
+}
+
+AVX2 void b8_layernorm_rows__avx2(const float *x, float *y, int64_t rows, int64_t n, const float *g, const float *b,
+                                  float eps) {
+    int64_t r = 0;
+    for (; r + 4 <= rows; r += 4) ln_rows_avx2(4, x + r * n, y + r * n, n, g, b, eps);
+    for (; r < rows; r++) ln_rows_avx2(1, x + r * n, y + r * n, n, g, b, eps);
+}
+
 static const b8_impl layernorm_impls[] = {
     {"layernorm_rows__avx512", B8_ISA_AVX512, (b8_fnptr)b8_layernorm_rows__avx512},
+    {"layernorm_rows__avx2", B8_ISA_AVX2, (b8_fnptr)b8_layernorm_rows__avx2},
     {"layernorm_rows__scalar", B8_ISA_SCALAR, (b8_fnptr)b8_layernorm_rows__scalar},
 };
-b8_op_table b8_op_layernorm = {"layernorm", layernorm_impls, 2, -1};
+b8_op_table b8_op_layernorm = {"layernorm", layernorm_impls, 3, -1};
 
 b8_layernorm_fn b8_layernorm_rows_best(void) { return (b8_layernorm_fn)b8_dispatch(&b8_op_layernorm)->fn; }
 

@@ -1,5 +1,5 @@
 /* rowops.h: row-wise FP32 kernels of the forward pass (masked softmax, LayerNorm), each with
- * an AVX-512 version and a scalar reference twin that computes bit-identical results. */
+ * AVX-512 and AVX2 versions and a scalar reference twin that computes bit-identical results. */
 #ifndef BERT8_ROWOPS_H
 #define BERT8_ROWOPS_H
 
@@ -22,6 +22,9 @@ void b8_softmax_rows__scalar(float *x, int64_t rows, int64_t n, const int32_t *m
                              b8_mask_mode mode);
 void b8_softmax_rows__avx512(float *x, int64_t rows, int64_t n, const int32_t *mask,
                              b8_mask_mode mode);
+void b8_softmax_rows__avx2(float *x, int64_t rows, int64_t n, const int32_t *mask, b8_mask_mode mode);
+void b8_layernorm_rows__avx2(const float *x, float *y, int64_t rows, int64_t n, const float *g, const float *b,
+                             float eps);
 void b8_layernorm_rows__scalar(const float *x, float *y, int64_t rows, int64_t n, const float *g,
                                const float *b, float eps);
 void b8_layernorm_rows__avx512(const float *x, float *y, int64_t rows, int64_t n, const float *g,
