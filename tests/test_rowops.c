@@ -173,12 +173,12 @@ TEST(attention_twins_bit_exact_and_correct) {
         }
 }
 
-/* INT8 attention: the AMX and VNNI kernels against their scalar twin bit for bit (fp32 and int8 outputs),
+/* INT8 attention: the AMX, VNNI and AVX2 kernels against their scalar twin bit for bit (fp32 and int8 outputs),
  * and the scalar twin against double-precision attention on the dequantized Q, K, V. */
 TEST(int8_attention_twins_bit_exact_and_close_to_fp32) {
     static const int64_t TS[] = {1, 3, 5, 16, 17, 64, 130};
     static const int64_t DS[] = {4, 16, 20, 32, 64, 80, 128};
-    const bool vnni = b8_cpu_allows(B8_ISA_AVX512_VNNI), amx = b8_cpu_allows(B8_ISA_AMX);
+    const bool vnni = b8_cpu_allows(B8_ISA_AVX512_VNNI), amx = b8_cpu_allows(B8_ISA_AMX), avx2 = b8_cpu_allows(B8_ISA_AVX2);
     for (size_t ti = 0; ti < sizeof TS / sizeof *TS; ti++)
         for (size_t di = 0; di < sizeof DS / sizeof *DS; di++) {
             const int64_t T = TS[ti], d = DS[di], ld = 3 * d + 5, ldo = d + 3;
@@ -208,6 +208,16 @@ TEST(int8_attention_twins_bit_exact_and_close_to_fp32) {
                                                 ldo, scr);
                     CHECKF(!memcmp(c1, c2, sizeof(float) * (size_t)(T * ldo)) && !memcmp(o1, o2, (size_t)(T * ldo)),
                            "T=%lld d=%lld mode=%d", (long long)T, (long long)d, mode);
+                }
+                if (avx2) {
+                    memset(c2, 0, sizeof(float) * (size_t)(T * ldo));
+                    memset(o2, 0, (size_t)(T * ldo));
+                    b8_attention_s8__avx2(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mk, (b8_mask_mode)mode, c2, NULL, ldo,
+                                          scr);
+                    b8_attention_s8__avx2(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mk, (b8_mask_mode)mode, NULL, o2, ldo,
+                                          scr);
+                    CHECKF(!memcmp(c1, c2, sizeof(float) * (size_t)(T * ldo)) && !memcmp(o1, o2, (size_t)(T * ldo)),
+                           "avx2: T=%lld d=%lld mode=%d perch=%d", (long long)T, (long long)d, mode, perch);
                 }
                 if (amx) { /* d a multiple of 64 on tiles, other d through its VNNI fallback */
                     memset(c2, 0, sizeof(float) * (size_t)(T * ldo));
@@ -248,14 +258,14 @@ TEST(int8_attention_twins_bit_exact_and_close_to_fp32) {
             free(qkv), free(o1), free(o2), free(c1), free(c2), free(mul), free(mask), free(ch), free(mulch);
             b8_free_aligned(scr);
         }
-    if (!vnni) TU_SKIP("no AVX512-VNNI: only the scalar twin was checked");
+    if (!vnni && !avx2) TU_SKIP("no AVX512-VNNI or AVX2: only the scalar twin was checked");
 }
 
 /* Every key masked (a padded row of nothing but padding): each row attends to all keys alike, in
  * every twin, for row counts that fill the VNNI kernel's 4-row blocks and ones that leave a tail. */
 TEST(int8_attention_with_every_key_masked) {
     static const int64_t TS[] = {1, 4, 6, 17, 64};
-    const bool vnni = b8_cpu_allows(B8_ISA_AVX512_VNNI), amx = b8_cpu_allows(B8_ISA_AMX);
+    const bool vnni = b8_cpu_allows(B8_ISA_AVX512_VNNI), amx = b8_cpu_allows(B8_ISA_AMX), avx2 = b8_cpu_allows(B8_ISA_AVX2);
     for (size_t ti = 0; ti < sizeof TS / sizeof *TS; ti++) {
         const int64_t T = TS[ti], d = 64, ld = 3 * d, ldo = d;
         int8_t *qkv = malloc((size_t)(T * ld)), *o1 = calloc((size_t)(T * ldo), 1), *o2 = calloc((size_t)(T * ldo), 1);
@@ -276,15 +286,15 @@ TEST(int8_attention_with_every_key_masked) {
                     CHECKF(fabs(c1[i * ldo + k] - want) < 0.03 * 127 / 255.0, "T=%lld: %g vs %g", (long long)T,
                            c1[i * ldo + k], want);
             }
-            for (int which = 0; which < 2; which++) {
-                if (which == 0 ? !vnni : !amx) continue;
-                b8_attention_s8_fn f = which == 0 ? b8_attention_s8__avx512vnni : b8_attention_s8__amx;
+            for (int which = 0; which < 3; which++) {
+                if (which == 0 ? !vnni : which == 1 ? !amx : !avx2) continue;
+                b8_attention_s8_fn f = which == 0 ? b8_attention_s8__avx512vnni : which == 1 ? b8_attention_s8__amx : b8_attention_s8__avx2;
                 memset(c2, 0, sizeof(float) * (size_t)(T * ldo));
                 memset(o2, 0, (size_t)(T * ldo));
                 f(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mask, (b8_mask_mode)mode, c2, NULL, ldo, scr);
                 f(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mask, (b8_mask_mode)mode, NULL, o2, ldo, scr);
                 CHECKF(!memcmp(c1, c2, sizeof(float) * (size_t)(T * ldo)) && !memcmp(o1, o2, (size_t)(T * ldo)),
-                       "%s: T=%lld mode=%d", which ? "amx" : "vnni", (long long)T, mode);
+                       "%s: T=%lld mode=%d", which == 0 ? "vnni" : which == 1 ? "amx" : "avx2", (long long)T, mode);
             }
         }
         free(qkv), free(o1), free(o2), free(c1), free(c2), free(mask), b8_free_aligned(scr);

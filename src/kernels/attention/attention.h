@@ -48,6 +48,11 @@ void b8_attention_s8__scalar(const int8_t *q, const int8_t *k, const int8_t *v, 
 void b8_attention_s8__avx512vnni(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_t d,
                                  const b8_attn_s8_params *p, const int32_t *mask, b8_mask_mode mode, float *ctx,
                                  int8_t *ctxq, int64_t ldo, void *scratch);
+/* AVX2 (attention_s8_avx2.c): vpmaddwd on int16-widened operands. */
+void b8_attention_s8__avx2(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_t d,
+                           const b8_attn_s8_params *p, const int32_t *mask, b8_mask_mode mode, float *ctx,
+                           int8_t *ctxq, int64_t ldo, void *scratch);
+size_t b8_attention_s8_avx2_scratch_bytes(int64_t T, int64_t d);
 /* AMX: d a multiple of 64 (other d run the VNNI kernel). */
 void b8_attention_s8__amx(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_t d,
                           const b8_attn_s8_params *p, const int32_t *mask, b8_mask_mode mode, float *ctx, int8_t *ctxq,

@@ -1,5 +1,5 @@
 /* attention_s8.c: INT8 attention for one (sequence, head): an AMX kernel, an AVX512-VNNI kernel
- * and their bit-identical scalar twin.
+ * and their bit-identical scalar twin (the AVX2 kernel is in attention_s8_avx2.c).
  *
  *   scores[i][j] = ((q_i + 128) . k_j - 128 sum_k k_j[k]) * score_scale   int8 x int8 -> int32 (vpdpbusd)
  *   e[i][j]      = exp(scores[i][j] - max_j scores[i][j]), 0 for masked keys     (vmath.h's exp)
@@ -40,8 +40,9 @@ static size_t amx_scratch_bytes(int64_t T, int64_t d);
 size_t b8_attention_s8_scratch_bytes(int64_t T, int64_t d) {
     const int64_t t16 = round_up(T, 16), t4 = round_up(T, 4);
     const size_t vnni = (size_t)(d * t16 + 4 * t16 + t4 * d + 4 * RB * t16 + RB * t4 + RB * d + 256);
-    const size_t amx = amx_scratch_bytes(T, d);
-    return vnni > amx ? vnni : amx;
+    const size_t amx = amx_scratch_bytes(T, d), avx2 = b8_attention_s8_avx2_scratch_bytes(T, d);
+    const size_t most = vnni > amx ? vnni : amx;
+    return most > avx2 ? most : avx2;
 }
 
 typedef struct layout {
@@ -575,8 +576,9 @@ AMXT void b8_attention_s8__amx(const int8_t *q, const int8_t *k, const int8_t *v
 static const b8_impl attention_s8_impls[] = {
     {"attention_s8__amx", B8_ISA_AMX, (b8_fnptr)b8_attention_s8__amx},
     {"attention_s8__avx512vnni", B8_ISA_AVX512_VNNI, (b8_fnptr)b8_attention_s8__avx512vnni},
+    {"attention_s8__avx2", B8_ISA_AVX2, (b8_fnptr)b8_attention_s8__avx2},
     {"attention_s8__scalar", B8_ISA_SCALAR, (b8_fnptr)b8_attention_s8__scalar},
 };
-b8_op_table b8_op_attention_s8 = {"attention_s8", attention_s8_impls, 3, -1};
+b8_op_table b8_op_attention_s8 = {"attention_s8", attention_s8_impls, 4, -1};
 
 b8_attention_s8_fn b8_attention_s8_best(void) { return (b8_attention_s8_fn)b8_dispatch(&b8_op_attention_s8)->fn; }
