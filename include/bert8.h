@@ -205,10 +205,12 @@ typedef struct bert8_peaks {
     int threads;
     double fp32_gflops; /* FP32 fused multiply-add rate, all threads (0: no AVX2/AVX-512) */
     double int8_gops;   /* INT8 ceiling, all threads: the AMX rate where AMX is allowed, else
-                           the vpdpbusd rate (0: neither) */
+                           the vpdpbusd rate, else (AVX2) the vpmaddwd rate (0: none) */
     double mem_gbps;    /* memory read bandwidth, all threads */
     double int8_vnni_gops; /* vpdpbusd (AVX512-VNNI) rate, all threads (0: not allowed) */
     double int8_amx_gops;  /* AMX tdpbssd rate, all threads (0: not allowed) */
+    double int8_avx2_gops; /* vpmaddwd rate (int16 pairs), all threads, measured where AVX2 is
+                              allowed and AVX512-VNNI is not (0: otherwise) */
 } bert8_peaks;
 
 /* Measures the ceilings with short loops (about a second) on `threads` threads (<= 0: the

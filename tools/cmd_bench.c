@@ -283,15 +283,15 @@ int cmd_bench(int argc, char **argv) {
         if (bert8_measure_peaks((int)threads, &pk0)) return cli_error(C, "out of memory");
         if (json)
             printf("{\"peaks\":{\"threads\":%d,\"fp32_gflops\":%.2f,\"int8_gops\":%.2f,\"mem_gbps\":%.2f,"
-                   "\"int8_vnni_gops\":%.2f,\"int8_amx_gops\":%.2f},"
+                   "\"int8_vnni_gops\":%.2f,\"int8_amx_gops\":%.2f,\"int8_avx2_gops\":%.2f},"
                    "\"fp32_gflops_per_core\":%.2f,\"int8_gops_per_core\":%.2f}\n",
                    pk0.threads, pk0.fp32_gflops, pk0.int8_gops, pk0.mem_gbps, pk0.int8_vnni_gops, pk0.int8_amx_gops,
-                   pk0.fp32_gflops / pk0.threads, pk0.int8_gops / pk0.threads);
+                   pk0.int8_avx2_gops, pk0.fp32_gflops / pk0.threads, pk0.int8_gops / pk0.threads);
         else
             printf("peaks on %d threads: FP32 %.1f GFLOP/s (%.1f per core), INT8 %.1f GOP/s (%.1f per core; "
-                   "vpdpbusd %.1f, AMX %.1f), memory %.1f GB/s\n", pk0.threads, pk0.fp32_gflops,
+                   "vpdpbusd %.1f, AMX %.1f, vpmaddwd %.1f), memory %.1f GB/s\n", pk0.threads, pk0.fp32_gflops,
                    pk0.fp32_gflops / pk0.threads, pk0.int8_gops, pk0.int8_gops / pk0.threads, pk0.int8_vnni_gops,
-                   pk0.int8_amx_gops, pk0.mem_gbps);
+                   pk0.int8_amx_gops, pk0.int8_avx2_gops, pk0.mem_gbps);
         return 0;
     }
     bert8_model *m = cli_load_model(C, dir, (int)threads), *q = NULL;
@@ -441,7 +441,8 @@ int cmd_bench(int argc, char **argv) {
     if (roofline) {
         if (bert8_measure_peaks((int)threads, &pk)) goto oom;
         printf("  ceilings on %d thread(s): FP32 %.1f GFLOP/s, INT8 %.1f GOP/s (%s), memory %.1f GB/s\n",
-               pk.threads, pk.fp32_gflops, pk.int8_gops, pk.int8_amx_gops > 0 ? "AMX" : "vpdpbusd", pk.mem_gbps);
+               pk.threads, pk.fp32_gflops, pk.int8_gops,
+               pk.int8_amx_gops > 0 ? "AMX" : pk.int8_vnni_gops > 0 ? "vpdpbusd" : "vpmaddwd", pk.mem_gbps);
         printf("  roofline: %.3f GOP per sequence%s; FP32 ceiling %.2f seq/s (%.1f%% reached), INT8 ceiling %.2f "
                "seq/s (%.1f%% reached)\n",
                gop_seq, pad, pk.fp32_gflops / gop_seq, 100 * (seqs / tf.med) / (pk.fp32_gflops / gop_seq),
@@ -498,10 +499,10 @@ int cmd_bench(int argc, char **argv) {
         printf("}");
         if (roofline)
             printf(",\"peaks\":{\"threads\":%d,\"fp32_gflops\":%.2f,\"int8_gops\":%.2f,\"mem_gbps\":%.2f,"
-                   "\"int8_vnni_gops\":%.2f,\"int8_amx_gops\":%.2f},"
+                   "\"int8_vnni_gops\":%.2f,\"int8_amx_gops\":%.2f,\"int8_avx2_gops\":%.2f},"
                    "\"fp32_gflops_per_core\":%.2f,\"int8_gops_per_core\":%.2f",
                    pk.threads, pk.fp32_gflops, pk.int8_gops, pk.mem_gbps, pk.int8_vnni_gops, pk.int8_amx_gops,
-                   pk.fp32_gflops / pk.threads, pk.int8_gops / pk.threads);
+                   pk.int8_avx2_gops, pk.fp32_gflops / pk.threads, pk.int8_gops / pk.threads);
         printf("}\n");
     }
     rc = 0;

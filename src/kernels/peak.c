@@ -1,5 +1,5 @@
 /* peak.c: the machine's ceilings for a roofline: the FP32 FMA rate, the INT8 dot-product rates
- * (vpdpbusd, and AMX tdpbssd where the CPU and BERT8_MAX_ISA allow it) and the memory read
+ * (vpdpbusd, AMX tdpbssd where the CPU and BERT8_MAX_ISA allow it, vpmaddwd on AVX2 without VNNI) and the memory read
  * bandwidth, measured with short loops on the OpenMP pool. The
  * loops run many independent accumulator chains, so they measure throughput, not latency. */
 #include <immintrin.h>
@@ -67,6 +67,24 @@ __attribute__((target("avx512f,avx512vnni"), noinline)) static double vnni_avx51
     return _mm512_reduce_add_epi32(s);
 }
 
+/* AVX2 without VNNI: the INT8 kernels multiply on vpmaddwd (int16 pairs into int32), so that is
+ * their ceiling. Each instruction here is independent of the last (a0 = x * y pairs): the rate
+ * of the multiply pipes alone, without the vpaddd that accumulates in the kernels. */
+__attribute__((target("avx2"), noinline)) static double maddwd_avx2(int64_t iters) {
+    __m256i a0 = _mm256_set1_epi32(1), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
+            a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+    __m256i x = _mm256_set1_epi16(3), y = _mm256_set1_epi16(-2);
+    for (int64_t it = 0; it < iters; it++)
+        __asm__ volatile(B8_CHAIN12("vpmaddwd") B8_CHAIN_OPERANDS);
+    __m256i s = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(a0, a1), a2),
+                                 _mm256_add_epi32(_mm256_add_epi32(a3, a4), a5));
+    s = _mm256_add_epi32(s, _mm256_add_epi32(_mm256_add_epi32(a6, a7), a8));
+    s = _mm256_add_epi32(s, _mm256_add_epi32(_mm256_add_epi32(a9, a10), a11));
+    int32_t out[8];
+    _mm256_storeu_si256((__m256i *)out, s);
+    return out[0];
+}
+
 /* AMX: twelve tdpbssd per iteration into four accumulator tiles (16 x 16 int32, each product
  * 16 x 16 x 64 multiply-adds), sources tmm4-7 zero; the tile state is released at the end. */
 #define B8_TDP4 "tdpbssd %%tmm4, %%tmm5, %%tmm0\n\ttdpbssd %%tmm4, %%tmm6, %%tmm1\n\t" \
@@ -132,7 +150,12 @@ bert8_status bert8_measure_peaks(int threads, bert8_peaks *out) {
         out->int8_vnni_gops = rate(vnni_avx512, 128, threads) / 1e9;
     /* one tdpbssd: 16 x 16 x 64 products */
     if (b8_cpu_allows(B8_ISA_AMX)) out->int8_amx_gops = rate(amx_int8, 32768, threads) / 1e9;
-    out->int8_gops = out->int8_amx_gops > 0 ? out->int8_amx_gops : out->int8_vnni_gops;
+    /* one vpmaddwd: 8 lanes x 2 int16 products */
+    if (!b8_cpu_allows(B8_ISA_AVX512_VNNI) && b8_cpu_allows(B8_ISA_AVX2))
+        out->int8_avx2_gops = rate(maddwd_avx2, 32, threads) / 1e9;
+    out->int8_gops = out->int8_amx_gops > 0    ? out->int8_amx_gops
+                     : out->int8_vnni_gops > 0 ? out->int8_vnni_gops
+                                               : out->int8_avx2_gops;
     out->mem_gbps = mem_read(threads) / 1e9;
     return BERT8_OK;
 }
