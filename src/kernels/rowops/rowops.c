@@ -265,7 +265,7 @@ AVX2 void b8_softmax_rows__avx2(float *x, int64_t rows, int64_t n, const int32_t
     }
 }
 
-/* `rows` rows (1 to 4, a constant at each caller) with their steps interleaved, as on AVX-512. */
+/* `rows` rows (1 or 2, a constant at each caller) with their steps interleaved, as on AVX-512. */
 static inline __attribute__((always_inline)) AVX2 void ln_rows_avx2(const int rows, const float *x, float *y, int64_t n,
                                                                     const float *g, const float *b, float eps) {
     __m256 acc[4][2], vmean[4], vrstd[4];
@@ -311,8 +311,8 @@ static inline __attribute__((always_inline)) AVX2 void ln_rows_avx2(const int ro
 
 AVX2 void b8_layernorm_rows__avx2(const float *x, float *y, int64_t rows, int64_t n, const float *g, const float *b,
                                   float eps) {
-    int64_t r = 0;
-    for (; r + 4 <= rows; r += 4) ln_rows_avx2(4, x + r * n, y + r * n, n, g, b, eps);
+    int64_t r = 0; /* pairs of rows: four, with two halves each, spill from 16 registers */
+    for (; r + 2 <= rows; r += 2) ln_rows_avx2(2, x + r * n, y + r * n, n, g, b, eps);
     for (; r < rows; r++) ln_rows_avx2(1, x + r * n, y + r * n, n, g, b, eps);
 }
 
