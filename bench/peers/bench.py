@@ -145,8 +145,11 @@ def peaks(bert8, peaks_file, threads):
     if peaks_file:
         with open(peaks_file) as f:
             d = json.load(f)
-        return {"fp32_gflops_per_core": float(d["fp32_gflops_per_core"]),
-                "int8_gops_per_core": float(d["int8_gops_per_core"]), "source": f"--peaks {peaks_file}"}
+        out = {"fp32_gflops_per_core": float(d["fp32_gflops_per_core"]),
+               "int8_gops_per_core": float(d["int8_gops_per_core"]), "source": f"--peaks {peaks_file}"}
+        if d.get("int8_instruction"):  # vpdpbusd, vpmaddwd (AVX2 without VNNI) or AMX tdpbssd
+            out["int8_instruction"] = d["int8_instruction"]
+        return out
     why = "bert8 binary not found"
     if bert8 and os.path.exists(bert8):
         rc, out, err, _ = run_proc([bert8, "bench", "--roofline", "--json", "--threads", str(threads)], 300,

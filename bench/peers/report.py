@@ -199,7 +199,7 @@ def write(res, json_path):
     L.append("\n## Roofline\n")
     raw = pk.get("raw", {}).get("peaks", {})
     amx = raw.get("int8_amx_gops", 0) > 0
-    int8_name = "AMX tdpbssd" if amx else "vpdpbusd"
+    int8_name = int8_instruction(res)
     vnni_note = (f" (vpdpbusd {raw['int8_vnni_gops'] / raw['threads']:g} GOP/s per core)"
                  if amx and raw.get("threads") else "")
     if res.get("peaks_at_start"):
@@ -274,7 +274,7 @@ def plot(res, agg, path, models, batches, rows):
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=mk, label=label.replace("**", ""),
                     color=color, linestyle=ls, linewidth=lw, markersize=ms)
         cf, cq = ceilings(res, model, batches[0])
-        ax.axhline(cq, color="red", linestyle=":", linewidth=1.5, label="INT8 roofline (vpdpbusd peak)")
+        ax.axhline(cq, color="red", linestyle=":", linewidth=1.5, label=f"INT8 roofline ({int8_instruction(res)} peak)")
         ax.axhline(cf, color="blue", linestyle=":", linewidth=1.5, label="FP32 roofline (FMA peak)")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
@@ -294,6 +294,19 @@ def plot(res, agg, path, models, batches, rows):
     return path
 
 
+def int8_instruction(res):
+    """The instruction of the INT8 peak: AMX, vpdpbusd (VNNI), or vpmaddwd (AVX2 without VNNI), from
+    the peaks `bert8 bench --roofline --json` printed (a --peaks file may say it with int8_instruction)."""
+    pk = res["peaks"]
+    raw = pk.get("raw", {}).get("peaks", {})
+    if pk.get("int8_instruction"):
+        return pk["int8_instruction"]
+    if raw.get("int8_amx_gops", 0) > 0:
+        return "AMX tdpbssd"
+    if raw.get("int8_avx2_gops", 0) > 0 and not raw.get("int8_vnni_gops", 0) > 0:
+        return "vpmaddwd"
+    return "vpdpbusd"
+
 if __name__ == "__main__":
     # python report.py RESULTS.json [--peaks PEAKS.json]: --peaks replaces the peaks the run measured
     # when it started (kept as "peaks_at_start"), e.g. by the best of several quiet measurements, in
@@ -307,6 +320,8 @@ if __name__ == "__main__":
         r["peaks"] = {"fp32_gflops_per_core": float(d["fp32_gflops_per_core"]),
                       "int8_gops_per_core": float(d["int8_gops_per_core"]),
                       "source": d.get("source", f"--peaks {sys.argv[3]}")}
+        if d.get("int8_instruction"):
+            r["peaks"]["int8_instruction"] = d["int8_instruction"]
         with open(sys.argv[1], "w") as f:
             json.dump(r, f, indent=1)
     elif len(sys.argv) != 2:
