@@ -5,6 +5,7 @@
 #include "kernels/attention/attention.h"
 #include "base/cpu.h"
 #include "kernels/dispatch.h"
+#include "kernels/vmath/vmath_avx2.h"
 
 #include <immintrin.h>
 #include <math.h>
@@ -145,11 +146,6 @@ AVX512 void b8_attention_head__avx512(const float *q, const float *k, const floa
 #define AVX2 __attribute__((target("avx2,fma")))
 #define CW2 16
 
-AVX2 static inline __m256i lanes8(int64_t left) {
-    const int l = left >= 8 ? 8 : left <= 0 ? 0 : (int)left;
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(l), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 AVX2 static inline __attribute__((always_inline)) void scores_block_avx2(const float *q, int64_t ld, int64_t d,
                                                                          const float *kt, int64_t tp, float alpha,
                                                                          float *s, int rb) {
@@ -180,7 +176,7 @@ AVX2 static inline __attribute__((always_inline)) void context_block_avx2(const 
                                                                           int64_t ld, int64_t T, int64_t d, float *ctx,
                                                                           int64_t ldo, int rb) {
     for (int64_t d0 = 0; d0 < d; d0 += CW2) {
-        const __m256i m0 = lanes8(d - d0), m1 = lanes8(d - d0 - 8);
+        const __m256i m0 = b8_v8_lanes(d - d0), m1 = b8_v8_lanes(d - d0 - 8);
         __m256 acc[RB][2];
 #pragma GCC unroll 4
         for (int r = 0; r < rb; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();

@@ -70,11 +70,6 @@ static void pack2(const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64
         }
 }
 
-A2 static inline __m256i lanes8(int64_t left) {
-    const int n = left >= 8 ? 8 : left <= 0 ? 0 : (int)left;
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 /* `rows` (a constant at each caller) x 16 int32 dot products over `groups` pairs: row r's pairs at
  * a + r * lda (int16), group g's 16 columns at b + g * ldb (two vectors, loaded under m0, m1). */
 static inline __attribute__((always_inline)) A2 void dot_rows16(const int rows, const int16_t *a, int64_t lda,
@@ -139,7 +134,7 @@ static inline __attribute__((always_inline)) A2 void context2(const int rows, co
                                                               const float *rs, const b8_attn_s8_params *p, float *ctx,
                                                               int8_t *ctxq, int64_t ldo) {
     for (int64_t d0 = 0; d0 < d; d0 += 16) {
-        const __m256i m0 = lanes8(d - d0), m1 = lanes8(d - d0 - 8);
+        const __m256i m0 = b8_v8_lanes(d - d0), m1 = b8_v8_lanes(d - d0 - 8);
         __m256i acc[RB][2];
         dot_rows16(rows, l->p, l->t4, l->v + d0 * 2, d * 2, l->t4 / 2, m0, m1, acc);
 #pragma GCC unroll 4
@@ -173,7 +168,7 @@ A2 static float softmax_row2(const float *s, int64_t T, int64_t t4, const int32_
     const __m256 ninf = _mm256_set1_ps(-INFINITY);
     __m256 vmx = ninf;
     for (int64_t j = 0; j < T; j += 8) {
-        __m256i k = lanes8(T - j);
+        __m256i k = b8_v8_lanes(T - j);
         if (mask) k = _mm256_andnot_si256(_mm256_cmpeq_epi32(_mm256_maskload_epi32((const int *)mask + j, k),
                                                              _mm256_setzero_si256()), k);
         vmx = _mm256_max_ps(vmx, _mm256_blendv_ps(ninf, _mm256_maskload_ps(s + j, k), _mm256_castsi256_ps(k)));
@@ -189,7 +184,7 @@ A2 static float softmax_row2(const float *s, int64_t T, int64_t t4, const int32_
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
             const int64_t jj = j + 8 * h;
-            const __m256i inr = lanes8(T - jj);
+            const __m256i inr = b8_v8_lanes(T - jj);
             __m256i km = inr;
             if (mask) km = _mm256_andnot_si256(_mm256_cmpeq_epi32(_mm256_maskload_epi32((const int *)mask + jj, inr),
                                                                   _mm256_setzero_si256()), inr);

@@ -6,6 +6,7 @@
 #include "kernels/rowops/rowops.h"
 #include "base/cpu.h"
 #include "kernels/dispatch.h"
+#include "kernels/vmath/vmath_avx2.h"
 #include "kernels/rowops/ln_avx512.h"
 
 #include <float.h>
@@ -187,12 +188,6 @@ AVX512 void b8_layernorm_rows__avx512(const float *x, float *y, int64_t rows, in
 
 #define AVX2 __attribute__((target("avx2,fma")))
 
-/* Lanes [j, j + 8) of a row of n floats that exist, as a load/store mask. */
-AVX2 static inline __m256i mask8(int64_t left) {
-    const int l = left >= 8 ? 8 : left <= 0 ? 0 : (int)left;
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(l), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 AVX2 static inline float sum16(__m256 lo, __m256 hi) {
     float l[LANES];
     _mm256_storeu_ps(l, lo);
@@ -230,7 +225,7 @@ AVX2 void b8_softmax_rows__avx2(float *x, int64_t rows, int64_t n, const int32_t
         float *row = x + r * n;
         __m256 vmx = neginf;
         for (int64_t j = 0; j < n; j += 8) {
-            const __m256i k = mask8(n - j);
+            const __m256i k = b8_v8_lanes(n - j);
             __m256 v = _mm256_maskload_ps(row + j, k);
             if (mask) {
                 const __m256i mv = _mm256_maskload_epi32((const int *)mask + j, k);
@@ -247,7 +242,7 @@ AVX2 void b8_softmax_rows__avx2(float *x, int64_t rows, int64_t n, const int32_t
         const __m256 vm = _mm256_set1_ps(_mm_cvtss_f32(m4));
         __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
         for (int64_t j = 0; j < n; j += 16) {
-            const __m256i k0 = mask8(n - j), k1 = mask8(n - j - 8);
+            const __m256i k0 = b8_v8_lanes(n - j), k1 = b8_v8_lanes(n - j - 8);
             __m256 v0 = exp8(_mm256_sub_ps(_mm256_maskload_ps(row + j, k0), vm));
             __m256 v1 = exp8(_mm256_sub_ps(_mm256_maskload_ps(row + j + 8, k1), vm));
             v0 = _mm256_and_ps(v0, _mm256_castsi256_ps(k0));
@@ -259,7 +254,7 @@ AVX2 void b8_softmax_rows__avx2(float *x, int64_t rows, int64_t n, const int32_t
         }
         const __m256 inv = _mm256_set1_ps(1.0f / sum16(lo, hi));
         for (int64_t j = 0; j < n; j += 8) {
-            const __m256i k = mask8(n - j);
+            const __m256i k = b8_v8_lanes(n - j);
             _mm256_maskstore_ps(row + j, k, _mm256_mul_ps(_mm256_maskload_ps(row + j, k), inv));
         }
     }
@@ -272,7 +267,7 @@ static inline __attribute__((always_inline)) AVX2 void ln_rows_avx2(const int ro
 #pragma GCC unroll 4
     for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     for (int64_t j = 0; j < n; j += 16) {
-        const __m256i k0 = mask8(n - j), k1 = mask8(n - j - 8);
+        const __m256i k0 = b8_v8_lanes(n - j), k1 = b8_v8_lanes(n - j - 8);
 #pragma GCC unroll 4
         for (int r = 0; r < rows; r++) {
             acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_maskload_ps(x + r * n + j, k0));
@@ -285,7 +280,7 @@ static inline __attribute__((always_inline)) AVX2 void ln_rows_avx2(const int ro
         acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     }
     for (int64_t j = 0; j < n; j += 16) {
-        const __m256i k0 = mask8(n - j), k1 = mask8(n - j - 8);
+        const __m256i k0 = b8_v8_lanes(n - j), k1 = b8_v8_lanes(n - j - 8);
 #pragma GCC unroll 4
         for (int r = 0; r < rows; r++) {
             const __m256 d0 = _mm256_and_ps(_mm256_sub_ps(_mm256_maskload_ps(x + r * n + j, k0), vmean[r]),
@@ -299,7 +294,7 @@ static inline __attribute__((always_inline)) AVX2 void ln_rows_avx2(const int ro
 #pragma GCC unroll 4
     for (int r = 0; r < rows; r++) vrstd[r] = _mm256_set1_ps(1.0f / sqrtf(sum16(acc[r][0], acc[r][1]) / (float)n + eps));
     for (int64_t j = 0; j < n; j += 8) {
-        const __m256i k = mask8(n - j);
+        const __m256i k = b8_v8_lanes(n - j);
         const __m256 gv = _mm256_maskload_ps(g + j, k), bv = _mm256_maskload_ps(b + j, k);
 #pragma GCC unroll 4
         for (int r = 0; r < rows; r++) {

@@ -4,11 +4,18 @@
 #define BERT8_VMATH_AVX2_H
 
 #include <immintrin.h>
+#include <stdint.h>
 
 #include "kernels/vmath/vmath.h"
 
 #define B8_T256 __attribute__((target("avx2,fma")))
 #define B8_V256_INLINE static inline __attribute__((always_inline)) B8_T256
+
+/* Lanes [0, left) of 8 as a load/store mask (left may be <= 0 or >= 8). */
+B8_V256_INLINE __m256i b8_v8_lanes(int64_t left) {
+    const int n = left >= 8 ? 8 : left <= 0 ? 0 : (int)left;
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
 
 /* exp(x) = p * s; callers fold the product into their next fused operation. */
 B8_V256_INLINE void b8_v8_exp_parts(__m256 x, __m256 *p_out, __m256 *s_out) {
