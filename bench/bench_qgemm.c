@@ -218,6 +218,7 @@ int main(int argc, char **argv) {
 
     int64_t maxN = 3072, maxK = 3072;
     int8_t *A = malloc((size_t)(M * maxK)), *W = malloc((size_t)(maxN * maxK));
+    int8_t *W7 = malloc((size_t)(maxN * maxK)); /* 7-bit weights, for kernels limited to them */
     int32_t *c32 = malloc((size_t)(M * maxN) * 4);
     float *cf = malloc((size_t)(M * maxN) * 4), *ws = malloc(maxN * 4), *bias = malloc(maxN * 4),
           *omul = malloc(maxN * 4);
@@ -229,6 +230,7 @@ int main(int argc, char **argv) {
     uint32_t x = 12345;
     for (int64_t i = 0; i < M * maxK; i++) A[i] = (int8_t)((x = x * 1664525u + 1013904223u) >> 24);
     for (int64_t i = 0; i < maxN * maxK; i++) W[i] = (int8_t)((x = x * 1664525u + 1013904223u) >> 24);
+    for (int64_t i = 0; i < maxN * maxK; i++) W7[i] = (int8_t)(W[i] / 2);
     for (int64_t n = 0; n < maxN; n++) {
         ws[n] = 0.001f;
         bias[n] = 0.1f;
@@ -253,7 +255,9 @@ int main(int argc, char **argv) {
                 b8_err e;
                 int packed = 0;
                 for (; packed < cold; packed++)
-                    if (b8_qweight_pack(W, sh->N, sh->K, ws, kn, &w[packed], &e) != BERT8_OK) break;
+                    if (b8_qweight_pack(b8_qgemm_kernel_w_abs_max(ki) ? W7 : W, sh->N, sh->K, ws, kn,
+                                        &w[packed], &e) != BERT8_OK)
+                        break;
                 if (packed < cold) {
                     printf("%-28s %-9s pack failed: %s\n", kn, sh->name, e.msg);
                     for (int i = 0; i < packed; i++) b8_qweight_free(w[i]);
@@ -281,6 +285,7 @@ int main(int argc, char **argv) {
     }
     free(A);
     free(W);
+    free(W7);
     free(c32);
     free(cf);
     free(ws);

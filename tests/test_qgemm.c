@@ -33,6 +33,23 @@ static void fill_s8(int8_t *p, size_t n) {
 
 static bool kernel_runs_here(int i) { return b8_cpu_level() >= b8_qgemm_kernel_isa(i); }
 
+/* Weights the tests make: any int8 (W_LIMIT 0), or within +-W_LIMIT (7-bit weights, which
+ * the kernels with a weight limit take too). */
+static int W_LIMIT = 0;
+static void fill_w(int8_t *p, size_t n) {
+    if (!W_LIMIT) {
+        fill_s8(p, n);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) p[i] = (int8_t)((int)(rnd() % (2u * W_LIMIT + 1)) - W_LIMIT);
+}
+
+/* The kernel runs on this CPU and takes the weights fill_w makes. */
+static bool kernel_usable(int i) {
+    int lim = b8_qgemm_kernel_w_abs_max(i);
+    return kernel_runs_here(i) && (!lim || (W_LIMIT && W_LIMIT <= lim));
+}
+
 /* Packs w with a named kernel; NULL (and a printed reason) when that fails. */
 static b8_qweight *pack(const int8_t *w, int64_t N, int64_t K, const float *ws, const char *name) {
     b8_qweight *q = NULL;
@@ -53,7 +70,7 @@ static int check_s32_shape(int64_t M, int64_t N, int64_t K, int pad) {
     float *ws = malloc((size_t)N * sizeof(float));
     int32_t *ref = malloc((size_t)(M * ldc) * 4), *got = malloc((size_t)(M * ldc) * 4);
     fill_s8(A, (size_t)(M * lda));
-    fill_s8(W, (size_t)(N * K));
+    fill_w(W, (size_t)(N * K));
     for (int64_t n = 0; n < N; n++) ws[n] = 1.0f;
     int bad = 0;
     b8_err e;
@@ -61,7 +78,7 @@ static int check_s32_shape(int64_t M, int64_t N, int64_t K, int pad) {
     if (!qo || b8_qgemm_s32(A, lda, M, qo, ref, ldc, &e) != BERT8_OK) bad++;
     for (int i = 0; i < b8_qgemm_kernel_count() && !bad; i++) {
         const char *name = b8_qgemm_kernel_name(i);
-        if (!kernel_runs_here(i) || strcmp(name, ORACLE) == 0) continue;
+        if (!kernel_usable(i) || strcmp(name, ORACLE) == 0) continue;
         b8_qweight *q = pack(W, N, K, ws, name);
         if (!q) {
             bad++;
@@ -120,19 +137,20 @@ TEST(accumulators_match_oracle_when_k_is_split_in_passes) {
 /* The +128 trick and the int16 path at their limits, against closed forms. K=1000 keeps
  * |sum| below 2^24; K=4099 goes beyond, where oneDNN's int32 output is only float-exact (it
  * passes the accumulators through fp32), which is checked and reported as such. */
-static void check_extremes(int64_t K) {
+static void check_extremes(int64_t K, int w_lo, int w_hi) {
     const int64_t M = 9, N = 37;
     int8_t *A = malloc(M * K), *W = malloc(N * K);
     int32_t *C = malloc(M * N * 4);
     float *ws = malloc(N * sizeof(float));
     for (int64_t n = 0; n < N; n++) ws[n] = 1.0f;
-    const int8_t vals[][2] = {{-128, -128}, {-128, 127}, {127, -128}, {127, 127}};
+    const int vals[][2] = {{-128, w_lo}, {-128, w_hi}, {127, w_lo}, {127, w_hi}};
     for (size_t v = 0; v < LEN(vals); v++) {
         memset(A, vals[v][0], M * K);
         memset(W, vals[v][1], N * K);
         int32_t want = (int32_t)vals[v][0] * vals[v][1] * (int32_t)K;
         for (int i = 0; i < b8_qgemm_kernel_count(); i++) {
-            if (!kernel_runs_here(i)) continue;
+            int lim = b8_qgemm_kernel_w_abs_max(i);
+            if (!kernel_runs_here(i) || (lim && (w_lo < -lim || w_hi > lim))) continue;
             const char *name = b8_qgemm_kernel_name(i);
             b8_qweight *q = pack(W, N, K, ws, name);
             CHECK(q != NULL);
@@ -162,8 +180,11 @@ static void check_extremes(int64_t K) {
 }
 
 TEST(extreme_values_give_exact_closed_form_sums) {
-    check_extremes(1000);
-    check_extremes(4099);
+    check_extremes(1000, -128, 127);
+    check_extremes(4099, -128, 127);
+    /* 7-bit weights at their edges: 255 * 64 * 2 is the largest vpmaddubsw pair (no saturation) */
+    check_extremes(1000, -64, 64);
+    check_extremes(4099, -64, 64);
 }
 
 /* ---- fused epilogues ---- */
@@ -186,7 +207,7 @@ static int compare_epilogue(const char *name, int64_t M, int64_t N, int64_t K, e
     float *of_ref = malloc(M * ldc * 4), *of = malloc(M * ldc * 4);
     int8_t *os_ref = malloc(M * ldc), *os = malloc(M * ldc);
     fill_s8(A, M * lda);
-    fill_s8(W, N * K);
+    fill_w(W, N * K);
     /* Scales put y in roughly [-6, 6]: the interesting range of GELU, and int8 outputs that
      * both saturate and round. */
     float acc_scale = 1.0f / (60.0f * sqrtf((float)K) + 1.0f);
@@ -278,7 +299,7 @@ static int run_epilogue_sweep(const char *name, float tol, float *max_err) {
 TEST(fused_epilogues_are_bit_exact_for_own_kernels) {
     for (int i = 0; i < b8_qgemm_kernel_count(); i++) {
         const char *name = b8_qgemm_kernel_name(i);
-        if (!kernel_runs_here(i) || strcmp(name, "onednn") == 0 || strcmp(name, ORACLE) == 0)
+        if (!kernel_usable(i) || strcmp(name, "onednn") == 0 || strcmp(name, ORACLE) == 0)
             continue;
         float max_err = 0;
         CHECKF(run_epilogue_sweep(name, 0.0f, &max_err) == 0, "%s", name);
@@ -386,7 +407,7 @@ TEST(results_do_not_depend_on_thread_count) {
     int8_t *A = malloc(M * K), *W = malloc(N * K);
     float *ws = malloc(N * 4), as = 0.01f, *o1 = malloc(M * N * 4), *o2 = malloc(M * N * 4);
     fill_s8(A, M * K);
-    fill_s8(W, N * K);
+    fill_w(W, N * K);
     for (int64_t n = 0; n < N; n++) ws[n] = 0.02f;
     b8_qweight *q = pack(W, N, K, ws, NULL);
     CHECK(q != NULL);
@@ -441,14 +462,14 @@ TEST(rows_done_gets_each_finished_row_once) {
         float *res = malloc(Mmax * ldc * 4), *ref = malloc(Mmax * ldc * 4), *out = malloc(Mmax * ldc * 4);
         int *seen = malloc(Mmax * sizeof(int));
         fill_s8(A, Mmax * K);
-        fill_s8(W, N * K);
+        fill_w(W, N * K);
         for (int64_t n = 0; n < N; n++) {
             ws[n] = rndf(0.5f, 2.0f) / (float)K;
             bias[n] = rndf(-1.0f, 1.0f);
         }
         for (int64_t i = 0; i < Mmax * ldc; i++) res[i] = rndf(-3.0f, 3.0f);
         for (int ki = 0; ki < b8_qgemm_kernel_count(); ki++) {
-            if (!kernel_runs_here(ki)) continue;
+            if (!kernel_usable(ki)) continue;
             const char *name = b8_qgemm_kernel_name(ki);
             b8_qweight *q = pack(W, N, K, ws, name);
             CHECK(q != NULL);
@@ -536,6 +557,7 @@ static int check_selection_rules(void) {
     int8_t w[64];
     float ws[4] = {1, 1, 1, 1};
     fill_s8(w, sizeof w);
+    w[0] = 100; /* beyond 7 bits: a kernel with a weight limit refuses these */
     b8_qweight *q = pack(w, 4, 16, ws, NULL);
     if (!q) return 1;
     for (int i = 0; i < b8_qgemm_kernel_count(); i++)
@@ -552,7 +574,12 @@ static int check_selection_rules(void) {
         b8_err e;
         b8_err_clear(&e);
         bert8_status st = b8_qweight_pack(w, 4, 16, ws, b8_qgemm_kernel_name(i), &f, &e);
-        if (kernel_runs_here(i)) {
+        if (kernel_runs_here(i) && b8_qgemm_kernel_w_abs_max(i)) {
+            if (st != BERT8_ERR_UNSUPPORTED || f || !strstr(e.msg, "within")) {
+                printf("  %s took weights beyond its limit\n", b8_qgemm_kernel_name(i));
+                bad++;
+            }
+        } else if (kernel_runs_here(i)) {
             if (st != BERT8_OK) {
                 printf("  %s refused at level %s: %s\n", b8_qgemm_kernel_name(i),
                        b8_isa_name(b8_cpu_level()), e.msg);
@@ -580,7 +607,7 @@ static int cap_child(void) {
     bad += check_s32_shape(5, 40, 4099, 0);
     for (int i = 0; i < b8_qgemm_kernel_count(); i++) {
         const char *name = b8_qgemm_kernel_name(i);
-        if (!kernel_runs_here(i) || strcmp(name, ORACLE) == 0 || strcmp(name, "onednn") == 0)
+        if (!kernel_usable(i) || strcmp(name, ORACLE) == 0 || strcmp(name, "onednn") == 0)
             continue;
         float max_err = 0;
         bad += compare_epilogue(name, 13, 70, 100, (epi_case){B8_ACT_GELU, 1, 1, 1, 0}, 0, &max_err);
@@ -639,12 +666,12 @@ TEST(weights_gathered_into_an_arena_give_the_same_results) {
     float *ws = malloc((size_t)N * sizeof(float));
     int32_t *ref = malloc((size_t)(M * N) * 4), *got = malloc((size_t)(M * N) * 4);
     fill_s8(A, (size_t)(M * K));
-    fill_s8(W, (size_t)(N * K));
+    fill_w(W, (size_t)(N * K));
     for (int64_t n = 0; n < N; n++) ws[n] = 1.0f;
     b8_qweight *q[16];
     int n = 0;
     for (int i = 0; i < b8_qgemm_kernel_count() && n < 15; i++)
-        if (kernel_runs_here(i) && (q[n] = pack(W, N, K, ws, b8_qgemm_kernel_name(i)))) n++;
+        if (kernel_usable(i) && (q[n] = pack(W, N, K, ws, b8_qgemm_kernel_name(i)))) n++;
     q[n++] = NULL; /* skipped */
     CHECK(n >= 3);
     b8_err e;
@@ -680,6 +707,70 @@ TEST(weights_gathered_into_an_arena_give_the_same_results) {
     free(got);
 }
 
+/* 7-bit weights (within +-64): every kernel, the limited ones included, against the oracle
+ * (a thinned sweep, K in passes), and bit-exact fused epilogues; then the rows_done and arena
+ * checks with them. */
+TEST(seven_bit_weights_match_the_oracle_on_every_kernel) {
+    W_LIMIT = 64; /* what weight_bits 7 gives */
+    CHECK(run_s32_sweep(3) == 0);
+    CHECK(check_s32_shape(9, 70, 4099, 1) == 0);
+    for (int i = 0; i < b8_qgemm_kernel_count(); i++) {
+        const char *name = b8_qgemm_kernel_name(i);
+        if (!kernel_usable(i) || !b8_qgemm_kernel_w_abs_max(i)) continue;
+        float max_err = 0;
+        CHECKF(run_epilogue_sweep(name, 0.0f, &max_err) == 0, "%s", name);
+    }
+    test_rows_done_gets_each_finished_row_once();
+    test_weights_gathered_into_an_arena_give_the_same_results();
+    W_LIMIT = 0;
+}
+
+/* A kernel with a weight limit: chosen automatically below VNNI for weights within it (and
+ * never for others), and refused by name for weights beyond it, with a message naming both. */
+TEST(weight_limited_kernels_take_only_weights_within_their_limit) {
+    int8_t w[4 * 16];
+    float ws[4] = {1, 1, 1, 1};
+    for (int i = 0; i < b8_qgemm_kernel_count(); i++) {
+        int lim = b8_qgemm_kernel_w_abs_max(i);
+        if (!lim || !kernel_runs_here(i)) continue;
+        const char *name = b8_qgemm_kernel_name(i);
+        for (int edge = 0; edge < 2; edge++) {
+            memset(w, 1, sizeof w);
+            w[37] = (int8_t)(edge ? -lim - 1 : lim + 1);
+            b8_qweight *q = NULL;
+            b8_err e;
+            b8_err_clear(&e);
+            bert8_status st = b8_qweight_pack(w, 4, 16, ws, name, &q, &e);
+            CHECKF(st == BERT8_ERR_UNSUPPORTED && !q && strstr(e.msg, name) &&
+                       strstr(e.msg, "reach 65"),
+                   "%s took weight %d: %s", name, w[37], e.msg);
+            b8_qweight_free(q);
+            w[37] = (int8_t)(edge ? -lim : lim);
+            CHECK((q = pack(w, 4, 16, ws, name)) != NULL);
+            b8_qweight_free(q);
+        }
+    }
+    /* the auto choice: the limited kernel only for limited weights */
+    memset(w, 64, sizeof w);
+    b8_qweight *q7 = pack(w, 4, 16, ws, NULL);
+    w[5] = 65;
+    b8_qweight *q8 = pack(w, 4, 16, ws, NULL);
+    CHECK(q7 && q8);
+    if (q7 && q8) {
+        int i7 = 0, i8 = 0;
+        while (strcmp(b8_qgemm_kernel_name(i7), b8_qweight_kernel_name(q7))) i7++;
+        while (strcmp(b8_qgemm_kernel_name(i8), b8_qweight_kernel_name(q8))) i8++;
+        printf("  auto: 7-bit weights %s, 8-bit %s\n", b8_qgemm_kernel_name(i7), b8_qgemm_kernel_name(i8));
+        CHECK(b8_qgemm_kernel_w_abs_max(i8) == 0);
+        if (b8_cpu_level() == B8_ISA_AVX2 || b8_cpu_level() == B8_ISA_AVX512)
+            CHECK(strcmp(b8_qweight_kernel_name(q7), "qs8_gemm_4x24c4__avx2") == 0);
+        else
+            CHECK(i7 == i8);
+    }
+    b8_qweight_free(q7);
+    b8_qweight_free(q8);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--cap-child") == 0) return cap_child();
     if (argc > 1 && strcmp(argv[1], "--invalid-cap-child") == 0) return invalid_cap_child();
@@ -703,5 +794,7 @@ int main(int argc, char **argv) {
     RUN(invalid_max_isa_is_reported_by_pack);
     RUN(environment_can_force_a_kernel_for_every_layer);
     RUN(weights_gathered_into_an_arena_give_the_same_results);
+    RUN(seven_bit_weights_match_the_oracle_on_every_kernel);
+    RUN(weight_limited_kernels_take_only_weights_within_their_limit);
     return tu_finish();
 }

@@ -29,6 +29,13 @@ static const b8_qkernel kernels[] = {
      .prepare = b8_qgemm_dnnl_prepare,
      .release = b8_qgemm_dnnl_release,
      .run = b8_qgemm_dnnl_run},
+    /* exact only for weights within +-64 (7-bit weights): the auto choice for those below
+     * VNNI, passed by for any other weights */
+    {.name = "qs8_gemm_4x24c4__avx2",
+     .isa = B8_ISA_AVX2,
+     .auto_select = 1,
+     .blis = &b8_qblis_4x24c4__avx2,
+     .w_abs_max = B8_W7_MAX},
     {.name = "qs8_gemm_6x16c2__avx2",
      .isa = B8_ISA_AVX2,
      .auto_select = 1,
@@ -45,6 +52,11 @@ static const b8_qkernel kernels[] = {
      .isa = B8_ISA_SCALAR,
      .auto_select = 0,
      .blis = &b8_qblis_6x16c2__scalar},
+    {.name = "qs8_gemm_4x24c4__scalar",
+     .isa = B8_ISA_SCALAR,
+     .auto_select = 0,
+     .blis = &b8_qblis_4x24c4__scalar,
+     .w_abs_max = B8_W7_MAX},
     {.name = "qs8_gemm__scalar",
      .isa = B8_ISA_SCALAR,
      .auto_select = 0,
@@ -72,6 +84,8 @@ static const b8_qblocking blocking[] = {
     {&b8_qblis_8x32c4__scalar, B8_VNNI_MR, B8_VNNI_NR, 4096, 96, 512 * 1024},
     {&b8_qblis_6x16c2__avx2, B8_AVX2_MR, B8_AVX2_NR, 2048, 96, 384 * 1024},
     {&b8_qblis_6x16c2__scalar, B8_AVX2_MR, B8_AVX2_NR, 2048, 96, 384 * 1024},
+    {&b8_qblis_4x24c4__avx2, B8_AVX2_C4_MR, B8_AVX2_C4_NR, 4096, 96, 384 * 1024},
+    {&b8_qblis_4x24c4__scalar, B8_AVX2_C4_MR, B8_AVX2_C4_NR, 4096, 96, 384 * 1024},
 };
 
 static const b8_qblocking *blocking_for(const b8_qblis *b) {
@@ -88,6 +102,10 @@ const char *b8_qgemm_kernel_name(int i) {
 
 b8_isa b8_qgemm_kernel_isa(int i) {
     return (i >= 0 && i < N_KERNELS) ? kernels[i].isa : B8_ISA_COUNT;
+}
+
+int b8_qgemm_kernel_w_abs_max(int i) {
+    return (i >= 0 && i < N_KERNELS) ? kernels[i].w_abs_max : 0;
 }
 
 /* ---- packing and selection ---- */
@@ -131,7 +149,17 @@ static const b8_qkernel *find_kernel(const char *name) {
     return NULL;
 }
 
-static bert8_status choose_kernel(const char *force, int64_t N, int64_t K,
+/* The largest |w| of the weights (128 for -128). */
+static int weights_abs_max(const int8_t *w, size_t n) {
+    int lo = 0, hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        lo = w[i] < lo ? w[i] : lo;
+        hi = w[i] > hi ? w[i] : hi;
+    }
+    return -lo > hi ? -lo : hi;
+}
+
+static bert8_status choose_kernel(const char *force, int64_t N, int64_t K, int w_abs,
                                   const b8_qkernel **out, b8_err *e) {
     const b8_cpu *cpu = b8_cpu_get();
     const char *why = "forced by the caller";
@@ -158,6 +186,11 @@ static bert8_status choose_kernel(const char *force, int64_t N, int64_t K,
                            "INT8 GEMM kernel %s needs %s, but this CPU allows %s%s", k->name,
                            b8_isa_name(k->isa), b8_isa_name(cpu->level),
                            cpu->level < cpu->hw_level ? " (capped by BERT8_MAX_ISA)" : "");
+        if (k->w_abs_max && w_abs > k->w_abs_max)
+            return b8_fail(e, BERT8_ERR_UNSUPPORTED,
+                           "INT8 GEMM kernel %s is exact only for weights within +-%d (7-bit "
+                           "weights: quantize with weight_bits 7), but these reach %d",
+                           k->name, k->w_abs_max, w_abs);
         b8_cpu_log("qgemm N=%lld K=%lld: %s (%s)", (long long)N, (long long)K, k->name, why);
         *out = k;
         return BERT8_OK;
@@ -168,6 +201,7 @@ static bert8_status choose_kernel(const char *force, int64_t N, int64_t K,
         const char *reason = NULL;
         if (!k->auto_select) reason = "only when forced";
         else if (cpu->level < k->isa) reason = b8_isa_name(k->isa);
+        else if (k->w_abs_max && w_abs > k->w_abs_max) reason = "weights within +-64";
         if (!reason) {
             b8_cpu_log("qgemm N=%lld K=%lld: %s (best the CPU allows at level %s%s%s)",
                        (long long)N, (long long)K, k->name, b8_isa_name(cpu->level),
@@ -206,7 +240,7 @@ bert8_status b8_qweight_pack(const int8_t *w, int64_t N, int64_t K, const float 
     bert8_status st = b8_cpu_check_env(e);
     if (st != BERT8_OK) return st;
     const b8_qkernel *k;
-    st = choose_kernel(force_kernel, N, K, &k, e);
+    st = choose_kernel(force_kernel, N, K, weights_abs_max(w, nk), &k, e);
     if (st != BERT8_OK) return st;
 
     b8_qweight *q = calloc(1, sizeof *q);

@@ -92,5 +92,6 @@ bert8_status b8_qgemm_s32(const int8_t *A, int64_t lda, int64_t M, const b8_qwei
 int b8_qgemm_kernel_count(void);
 const char *b8_qgemm_kernel_name(int i); /* NULL when out of range */
 b8_isa b8_qgemm_kernel_isa(int i);       /* the level a kernel needs */
+int b8_qgemm_kernel_w_abs_max(int i);    /* > 0: the kernel takes only weights within +-that */
 
 #endif

@@ -12,6 +12,10 @@
 #define B8_VNNI_NR 32
 #define B8_AVX2_MR 6
 #define B8_AVX2_NR 16
+/* AVX2 vpmaddubsw kernel for 7-bit weights (|w| <= B8_W7_MAX; see qgemm_avx2.c) */
+#define B8_AVX2_C4_MR 4
+#define B8_AVX2_C4_NR 24
+#define B8_W7_MAX 64
 /* AMX: a 32 x 32 block of C in four 16 x 16 tiles; k padded to whole 64-byte tile rows. */
 #define B8_AMX_MR 32
 #define B8_AMX_NR 32
@@ -81,6 +85,9 @@ typedef struct b8_qkernel {
     b8_isa isa;              /* level the CPU must allow */
     int auto_select;         /* 0: only when forced by name */
     const b8_qblis *blis;
+    int w_abs_max;           /* > 0: exact only for weights within +-w_abs_max; packing any
+                                other weights with it is refused, and auto-selection passes
+                                it by */
     bert8_status (*prepare)(b8_qweight *w, const int8_t *src, b8_err *e);
     void (*release)(b8_qweight *w);
     bert8_status (*run)(const int8_t *A, int64_t lda, int64_t M, const b8_qweight *w,
@@ -92,6 +99,8 @@ extern const b8_qblis b8_qblis_8x32c4__avx512vnni;
 extern const b8_qblis b8_qblis_8x32c4__scalar;
 extern const b8_qblis b8_qblis_6x16c2__avx2;
 extern const b8_qblis b8_qblis_6x16c2__scalar;
+extern const b8_qblis b8_qblis_4x24c4__avx2;
+extern const b8_qblis b8_qblis_4x24c4__scalar;
 extern const b8_qblis b8_qblis_32x32c4__amx;
 extern const b8_qblis b8_qblis_32x32c4__scalar;
 

@@ -1,6 +1,6 @@
 /* qgemm_scalar.c: the scalar INT8 GEMM pieces: the oracle (plain loops on unpacked weights),
- * the scalar twins of the VNNI (8x32c4), AMX (32x32c4) and AVX2 (6x16c2) micro-kernels and
- * packers, and the
+ * the scalar twins of the VNNI (8x32c4), AMX (32x32c4) and AVX2 (6x16c2, 4x24c4) micro-kernels
+ * and packers, and the
  * scalar epilogue every SIMD epilogue must match bit for bit. */
 #include "kernels/gemm_s8/qgemm_impl.h"
 
@@ -54,30 +54,40 @@ void b8_qstore_s32__scalar(const int32_t *acc, size_t ld_acc, int rows, int cols
 
 /* ---- 8x32c4: twin of the AVX-512 VNNI kernel (u8 = A + 128 times s8 W, groups of 4 k) ---- */
 
-static void pack_a_c4(const int8_t *A, int64_t lda, int rows, int64_t k0, int64_t kc, void *dst) {
+static inline void pack_a_c4_body(const int mr, const int8_t *A, int64_t lda, int rows,
+                                  int64_t k0, int64_t kc, void *dst) {
     uint8_t *d = dst;
     int64_t groups = (kc + 3) / 4;
     for (int64_t g = 0; g < groups; g++)
-        for (int r = 0; r < B8_VNNI_MR; r++)
+        for (int r = 0; r < mr; r++)
             for (int q = 0; q < 4; q++) {
                 int64_t k = g * 4 + q;
                 uint8_t v = 0x80; /* encodes 0 */
                 if (r < rows && k < kc) v = (uint8_t)A[r * lda + k0 + k] ^ 0x80;
-                d[(g * B8_VNNI_MR + r) * 4 + q] = v;
+                d[(g * mr + r) * 4 + q] = v;
             }
+}
+
+static void pack_a_c4(const int8_t *A, int64_t lda, int rows, int64_t k0, int64_t kc, void *dst) {
+    pack_a_c4_body(B8_VNNI_MR, A, lda, rows, k0, kc, dst);
+}
+
+static inline void ukr_c4_body(const int mr, const int nr, int rows, size_t kgroups,
+                               const uint8_t *a, const int8_t *w, int32_t *c, size_t ldc,
+                               int accumulate) {
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < nr; j++) {
+            int32_t s = accumulate ? c[i * ldc + j] : 0;
+            for (size_t g = 0; g < kgroups; g++)
+                for (int q = 0; q < 4; q++)
+                    s += (int32_t)a[(g * mr + i) * 4 + q] * (int32_t)w[(g * nr + j) * 4 + q];
+            c[i * ldc + j] = s;
+        }
 }
 
 static inline void ukr_c4(int rows, size_t kgroups, const uint8_t *a, const int8_t *w, int32_t *c,
                           size_t ldc, int accumulate) {
-    for (int i = 0; i < rows; i++)
-        for (int j = 0; j < B8_VNNI_NR; j++) {
-            int32_t s = accumulate ? c[i * ldc + j] : 0;
-            for (size_t g = 0; g < kgroups; g++)
-                for (int q = 0; q < 4; q++)
-                    s += (int32_t)a[(g * B8_VNNI_MR + i) * 4 + q] *
-                         (int32_t)w[(g * B8_VNNI_NR + j) * 4 + q];
-            c[i * ldc + j] = s;
-        }
+    ukr_c4_body(B8_VNNI_MR, B8_VNNI_NR, rows, kgroups, a, w, c, ldc, accumulate);
 }
 
 #define UKR_C4(R)                                                                              \
@@ -212,6 +222,36 @@ const b8_qblis b8_qblis_6x16c2__scalar = {
     .pack_a = pack_a_c2,
     .ukr = {NULL, qs8_gemm_1x16c2__scalar, qs8_gemm_2x16c2__scalar, qs8_gemm_3x16c2__scalar,
             qs8_gemm_4x16c2__scalar, qs8_gemm_5x16c2__scalar, qs8_gemm_6x16c2__scalar},
+    .pick_epilogue = b8_qpick_epilogue__scalar,
+    .store_s32 = b8_qstore_s32__scalar,
+};
+
+/* ---- 4x24c4: twin of the AVX2 vpmaddubsw kernel (u8 = A + 128 times s8 W in [-64, 64]) ---- */
+
+static void pack_a_4x24c4(const int8_t *A, int64_t lda, int rows, int64_t k0, int64_t kc,
+                          void *dst) {
+    pack_a_c4_body(B8_AVX2_C4_MR, A, lda, rows, k0, kc, dst);
+}
+
+#define UKR_4X24(R)                                                                            \
+    static void qs8_gemm_##R##x24c4__scalar(size_t kg, const void *a, const int8_t *w,        \
+                                            int32_t *c, size_t ldc, int accumulate) {         \
+        ukr_c4_body(B8_AVX2_C4_MR, B8_AVX2_C4_NR, R, kg, a, w, c, ldc, accumulate);            \
+    }
+UKR_4X24(1)
+UKR_4X24(2)
+UKR_4X24(3)
+UKR_4X24(4)
+
+const b8_qblis b8_qblis_4x24c4__scalar = {
+    .mr = B8_AVX2_C4_MR,
+    .nr = B8_AVX2_C4_NR,
+    .kq = 4,
+    .a_bytes = 1,
+    .shift128 = 1,
+    .pack_a = pack_a_4x24c4,
+    .ukr = {NULL, qs8_gemm_1x24c4__scalar, qs8_gemm_2x24c4__scalar, qs8_gemm_3x24c4__scalar,
+            qs8_gemm_4x24c4__scalar},
     .pick_epilogue = b8_qpick_epilogue__scalar,
     .store_s32 = b8_qstore_s32__scalar,
 };
