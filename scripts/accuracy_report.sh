@@ -227,6 +227,8 @@ VARIANTS=("fp32|FP32|"
           "dynamic_auto|dynamic, SmoothQuant alpha auto, FP32 attention|--scheme dynamic --alpha auto --attention fp32"
           "static_a0.5_att8|static, alpha 0.5, INT8 attention (the default)|--scheme static --alpha 0.5 --attention int8"
           "dynamic_a0.5_att8|dynamic, alpha 0.5, INT8 attention (the default)|--scheme dynamic --alpha 0.5 --attention int8"
+          "static_a0.5_att8_w7|static, alpha 0.5, INT8 attention, 7-bit weights|--scheme static --alpha 0.5 --attention int8 --weight-bits 7"
+          "dynamic_a0.5_att8_w7|dynamic, alpha 0.5, INT8 attention, 7-bit weights|--scheme dynamic --alpha 0.5 --attention int8 --weight-bits 7"
           "naive_static|naive W8A8 static (no smoothing, FP32 attention)|--scheme static --alpha none --attention fp32"
           "naive_dynamic|naive W8A8 dynamic (no smoothing, FP32 attention)|--scheme dynamic --alpha none --attention fp32")
 

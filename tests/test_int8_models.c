@@ -119,24 +119,27 @@ static void check_model(const char *name) {
     struct {
         bert8_scheme scheme;
         float alpha;
-        int smooth, int8_attention, int8_embeddings;
+        int smooth, int8_attention, int8_embeddings, weight_bits;
         const char *label;
-    } variants[] = {{BERT8_SCHEME_STATIC, 0.5f, 1, 0, 0, "static a=0.5"},
-                    {BERT8_SCHEME_DYNAMIC, 0.5f, 1, 0, 0, "dynamic a=0.5"},
-                    {BERT8_SCHEME_STATIC, -1.0f, 1, 0, 0, "static a=auto"},
+    } variants[] = {{BERT8_SCHEME_STATIC, 0.5f, 1, 0, 0, 8, "static a=0.5"},
+                    {BERT8_SCHEME_DYNAMIC, 0.5f, 1, 0, 0, 8, "dynamic a=0.5"},
+                    {BERT8_SCHEME_STATIC, -1.0f, 1, 0, 0, 8, "static a=auto"},
                     /* naive W8A8 still calibrates its static scales: these random checkpoints
                      * have no outlier channels, so it must stay close too */
-                    {BERT8_SCHEME_STATIC, 0.5f, 0, 0, 0, "static naive"},
-                    {BERT8_SCHEME_STATIC, 0.5f, 1, 1, 1, "static a=0.5 int8 attention and embeddings"},
-                    {BERT8_SCHEME_DYNAMIC, 0.5f, 1, 1, 0, "dynamic a=0.5 int8 attention"}};
-    double worst[6] = {1, 1, 1, 1, 1, 1};
-    for (int v = 0; v < 6; v++) {
+                    {BERT8_SCHEME_STATIC, 0.5f, 0, 0, 0, 8, "static naive"},
+                    {BERT8_SCHEME_STATIC, 0.5f, 1, 1, 1, 8, "static a=0.5 int8 attention and embeddings"},
+                    {BERT8_SCHEME_DYNAMIC, 0.5f, 1, 1, 0, 8, "dynamic a=0.5 int8 attention"},
+                    {BERT8_SCHEME_STATIC, 0.5f, 1, 1, 0, 7, "static a=0.5 int8 attention, 7-bit weights"},
+                    {BERT8_SCHEME_DYNAMIC, 0.5f, 1, 1, 0, 7, "dynamic a=0.5 int8 attention, 7-bit weights"}};
+    double worst[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    for (int v = 0; v < 8; v++) {
         bert8_quant_params p = bert8_default_quant_params();
         p.scheme = variants[v].scheme;
         p.alpha = variants[v].alpha;
         p.smooth = variants[v].smooth;
         p.int8_attention = variants[v].int8_attention;
         p.int8_embeddings = variants[v].int8_embeddings;
+        p.weight_bits = variants[v].weight_bits;
         bert8_model *q = NULL;
         bert8_status st = bert8_quantize(f, cs.b, (size_t)cs.n, &p, &q, err, sizeof err);
         CHECKF(st == BERT8_OK, "%s %s: %s", name, variants[v].label, err);
@@ -146,8 +149,9 @@ static void check_model(const char *name) {
         bert8_model_free(q);
     }
     printf("  %s: worst hidden-state cosine static %.5f, dynamic %.5f, auto %.5f, naive %.5f, int8 attention "
-           "(+ int8 embeddings) static %.5f, int8 attention dynamic %.5f\n",
-           name, worst[0], worst[1], worst[2], worst[3], worst[4], worst[5]);
+           "(+ int8 embeddings) static %.5f, int8 attention dynamic %.5f; 7-bit weights static %.5f, "
+           "dynamic %.5f\n",
+           name, worst[0], worst[1], worst[2], worst[3], worst[4], worst[5], worst[6], worst[7]);
     golden_set_free(&cs);
     bert8_model_free(f);
 }
@@ -157,7 +161,7 @@ TEST(int8_models_agree_with_fp32) {
 }
 
 /* Saves a quantized model, reloads it, and checks outputs are bit-identical. */
-static void roundtrip(const char *name, bert8_scheme scheme, int int8_attention) {
+static void roundtrip(const char *name, bert8_scheme scheme, int int8_attention, int weight_bits) {
     char rel[256], err[1024], out[512];
     snprintf(rel, sizeof rel, "golden/models/%s", name);
     bert8_model *f = NULL, *q = NULL, *r = NULL;
@@ -169,13 +173,30 @@ static void roundtrip(const char *name, bert8_scheme scheme, int int8_attention)
     p.scheme = scheme;
     p.int8_attention = int8_attention;
     p.int8_embeddings = int8_attention; /* the round trip covers both int8 options together */
+    p.weight_bits = weight_bits;
     CHECKF(bert8_quantize(f, cs.b, (size_t)cs.n, &p, &q, err, sizeof err) == 0, "%s", err);
-    snprintf(out, sizeof out, "%s/%s-%s%s", tu_tmpdir(), name, scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic",
-             int8_attention ? "-att" : "");
+    snprintf(out, sizeof out, "%s/%s-%s%s-w%d", tu_tmpdir(), name, scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic",
+             int8_attention ? "-att" : "", weight_bits);
     CHECKF(q && bert8_model_save(q, out, err, sizeof err) == 0, "%s", err);
+    {
+        /* the folder says how its weights were quantized */
+        char qcpath[600];
+        snprintf(qcpath, sizeof qcpath, "%s/quantization_config.json", out);
+        FILE *fq = fopen(qcpath, "r");
+        char buf[8192] = "";
+        size_t got = fq ? fread(buf, 1, sizeof buf - 1, fq) : 0;
+        buf[got] = 0;
+        if (fq) fclose(fq);
+        const char *wb = strstr(buf, "\"weight_bits\":");
+        long bits = wb ? strtol(wb + strlen("\"weight_bits\":"), NULL, 10) : -1;
+        CHECKF(bits == weight_bits, "%s: weight_bits %ld, want %d", qcpath, bits, weight_bits);
+    }
     CHECKF(bert8_model_load(out, NULL, &r, err, sizeof err) == 0, "reload: %s", err);
     if (q && r) {
         CHECK(bert8_model_get_info(r)->quantized == 1);
+        CHECKF(bert8_model_get_info(q)->weight_bits == weight_bits && bert8_model_get_info(r)->weight_bits == weight_bits,
+               "%s: weight_bits %d after quantize, %d after reload, want %d", name, bert8_model_get_info(q)->weight_bits,
+               bert8_model_get_info(r)->weight_bits, weight_bits);
         bert8_session *a = NULL, *b = NULL;
         bert8_session_create(q, &a);
         bert8_session_create(r, &b);
@@ -206,12 +227,14 @@ static void roundtrip(const char *name, bert8_scheme scheme, int int8_attention)
 }
 
 TEST(quantized_folder_roundtrips) {
-    roundtrip("bert_seqcls", BERT8_SCHEME_STATIC, 0);
-    roundtrip("xlmr_qa", BERT8_SCHEME_DYNAMIC, 0);
-    roundtrip("distilbert_seqcls", BERT8_SCHEME_STATIC, 0);
-    roundtrip("bert_legacy_names", BERT8_SCHEME_STATIC, 0);
-    roundtrip("bert_seqcls", BERT8_SCHEME_STATIC, 1);
-    roundtrip("xlmr_qa", BERT8_SCHEME_DYNAMIC, 1);
+    roundtrip("bert_seqcls", BERT8_SCHEME_STATIC, 0, 8);
+    roundtrip("xlmr_qa", BERT8_SCHEME_DYNAMIC, 0, 8);
+    roundtrip("distilbert_seqcls", BERT8_SCHEME_STATIC, 0, 8);
+    roundtrip("bert_legacy_names", BERT8_SCHEME_STATIC, 0, 8);
+    roundtrip("bert_seqcls", BERT8_SCHEME_STATIC, 1, 8);
+    roundtrip("xlmr_qa", BERT8_SCHEME_DYNAMIC, 1, 8);
+    roundtrip("bert_seqcls", BERT8_SCHEME_STATIC, 1, 7);
+    roundtrip("xlmr_qa", BERT8_SCHEME_DYNAMIC, 0, 7);
 }
 
 /* The default params (int8_attention -1) give every layer an INT8 attention where the head size
@@ -257,6 +280,11 @@ TEST(default_attention_is_int8_where_the_head_size_allows) {
         p.int8_attention = 2;
         CHECK(bert8_quantize(f, cs.b, (size_t)cs.n, &p, &q, err, sizeof err) == BERT8_ERR_INVALID_ARG && !q);
         CHECKF(strstr(err, "int8_attention") != NULL, "%s", err);
+        p.int8_attention = -1;
+        p.weight_bits = 6;
+        CHECK(bert8_quantize(f, cs.b, (size_t)cs.n, &p, &q, err, sizeof err) == BERT8_ERR_INVALID_ARG && !q);
+        CHECKF(strstr(err, "weight_bits must be 7 or 8, not 6") != NULL, "%s", err);
+        p.weight_bits = 8;
         p.int8_attention = -2;
         CHECK(bert8_quantize(f, cs.b, (size_t)cs.n, &p, &q, err, sizeof err) == BERT8_ERR_INVALID_ARG && !q);
         bert8_model_free(f);
@@ -344,8 +372,13 @@ TEST(corrupted_quantized_files_rejected) {
     bert8_model *r = NULL;
     CHECKF(bert8_model_load(bad, NULL, &r, err, sizeof err) == 0, "%s", err);
     bert8_model_free(r);
-    /* quantization_config.json removed: I8 weights without it are refused */
+    /* a weight_bits other than 7 or 8 is refused, naming the field */
     char cmd[1200];
+    snprintf(cmd, sizeof cmd, "sed -i 's/\"weight_bits\":[^,]*,/\"weight_bits\": 5,/' '%s/quantization_config.json'", bad);
+    CHECK(system(cmd) == 0);
+    expect_rejected(bad, "weight_bits must be 7 or 8", "weight_bits 5");
+    corrupt_copy(good, bad, "no.such.tensor", CORRUPT_DROP);
+    /* quantization_config.json removed: I8 weights without it are refused */
     snprintf(cmd, sizeof cmd, "rm '%s/quantization_config.json'", bad);
     CHECK(system(cmd) == 0);
     expect_rejected(bad, "quantization_config.json", "missing quantization_config.json");

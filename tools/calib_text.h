@@ -33,6 +33,8 @@ bool parse_attention(const char *cmd, const char *v, int *int8);
 void resolve_attention(const bert8_model *m, int *int8);
 /* --embeddings fp32|int8 (NULL: fp32) */
 bool parse_embeddings(const char *cmd, const char *v, int *int8);
+/* --weight-bits 7|8 (NULL leaves *bits as it is). */
+bool parse_weight_bits(const char *cmd, const char *v, int *bits);
 /* --alpha A|auto|none */
 bool parse_alpha(const char *cmd, const char *v, float *alpha, int *smooth);
 

@@ -249,6 +249,7 @@ int cmd_bench(int argc, char **argv) {
     if (cli_flag(&a, "--help") || cli_flag(&a, "-h")) {
         printf("usage: bert8 bench MODEL_DIR [--batch B] [--seq S] [--threads T] [--scheme static|dynamic]\n"
                "         [--alpha A|auto|none] [--attention fp32|int8] [--embeddings fp32|int8]\n"
+               "         [--weight-bits 7|8]\n"
                "         [--calib FILE [--column C]] [--samples N]\n"
                "         [--iters N]\n"
                "         [--lengths FILE] [--roofline [--plot FILE.svg|png]] [--json]\n"
@@ -263,6 +264,7 @@ int cmd_bench(int argc, char **argv) {
     const char *alpha_s = cli_opt(&a, "--alpha"), *columns = cli_opt(&a, "--column");
     const char *samples_s = cli_opt(&a, "--samples"), *lengths = cli_opt(&a, "--lengths"), *plot_path = cli_opt(&a, "--plot");
     const char *att = cli_opt(&a, "--attention"), *emb = cli_opt(&a, "--embeddings");
+    const char *wbits = cli_opt(&a, "--weight-bits");
     bool json = cli_flag(&a, "--json"), roofline = cli_flag(&a, "--roofline") || plot_path;
     const char *dir = cli_positional(&a), *left = cli_leftover(&a);
     if (left) return cli_error(C, "unknown argument \"%s\"", left);
@@ -275,7 +277,8 @@ int cmd_bench(int argc, char **argv) {
     if (samples_s && !cli_int(C, "--samples", samples_s, 1, 10000000, &samples)) return 1;
     bert8_quant_params p = bert8_default_quant_params();
     if (!parse_scheme(C, scheme_s, &p.scheme) || !parse_alpha(C, alpha_s, &p.alpha, &p.smooth) ||
-        !parse_attention(C, att, &p.int8_attention) || !parse_embeddings(C, emb, &p.int8_embeddings))
+        !parse_attention(C, att, &p.int8_attention) || !parse_embeddings(C, emb, &p.int8_embeddings) ||
+        !parse_weight_bits(C, wbits, &p.weight_bits))
         return 1;
     if (!dir && roofline && !plot_path) {
         /* no model: the machine's ceilings only */
@@ -396,7 +399,10 @@ int cmd_bench(int argc, char **argv) {
         finish_timing(xf, iters);
         finish_timing(xq, iters);
     }
-    const char *scheme = p.scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic";
+    const char *scheme = p.weight_bits == 7 ? (p.scheme == BERT8_SCHEME_STATIC ? "static (7-bit weights)"
+                                                                              : "dynamic (7-bit weights)")
+                                            : p.scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic";
+    const char *scheme_key = p.scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic";
     const double seqs = (double)w.seqs;
     opcost cf, cq;
     cost(info, &w, false, false, &cf);
@@ -475,9 +481,9 @@ int cmd_bench(int argc, char **argv) {
     if (json) {
         printf("{\"model\":");
         cli_print_json_string(stdout, dir);
-        printf(",\"batch\":%ld,\"seq\":%ld,\"threads\":%ld,\"scheme\":\"%s\",\"iterations\":%ld,\"sequences\":%lld,"
-               "\"gop_per_sequence\":%.4f,\"attention\":\"%s\"",
-               B, S, threads, scheme, iters, (long long)w.seqs, gop_seq, p.int8_attention ? "int8" : "fp32");
+        printf(",\"batch\":%ld,\"seq\":%ld,\"threads\":%ld,\"scheme\":\"%s\",\"weight_bits\":%d,\"iterations\":%ld,"
+               "\"sequences\":%lld,\"gop_per_sequence\":%.4f,\"attention\":\"%s\"",
+               B, S, threads, scheme_key, p.weight_bits ? p.weight_bits : 8, iters, (long long)w.seqs, gop_seq, p.int8_attention ? "int8" : "fp32");
         if (lengths) {
             printf(",\"lengths\":");
             cli_print_json_string(stdout, lengths);

@@ -194,6 +194,16 @@ void resolve_attention(const bert8_model *m, int *int8) {
     if (*int8 < 0) *int8 = in && in->num_heads > 0 && (in->hidden_size / in->num_heads) % 4 == 0;
 }
 
+bool parse_weight_bits(const char *cmd, const char *v, int *bits) {
+    if (!v) return true;
+    if (strcmp(v, "7") && strcmp(v, "8")) {
+        cli_error(cmd, "--weight-bits must be 7 or 8, not \"%s\"", v);
+        return false;
+    }
+    *bits = v[0] - '0';
+    return true;
+}
+
 bool parse_embeddings(const char *cmd, const char *v, int *int8) {
     *int8 = v && !strcmp(v, "int8");
     if (v && strcmp(v, "int8") && strcmp(v, "fp32")) {
@@ -941,6 +951,7 @@ int cmd_quantize(int argc, char **argv) {
     const char *keep = cli_opt(&a, "--keep-fp32"), *columns = cli_opt(&a, "--column");
     const char *maxlen_s = cli_opt(&a, "--max-length"), *th = cli_opt(&a, "--threads");
     const char *att = cli_opt(&a, "--attention"), *emb = cli_opt(&a, "--embeddings");
+    const char *wbits = cli_opt(&a, "--weight-bits");
     /* --max-drop and its evaluation */
     const char *drop_s = cli_opt(&a, "--max-drop"), *task_s = cli_opt(&a, "--eval-task");
     const char *edata = cli_opt(&a, "--eval-data"), *esplit = cli_opt(&a, "--eval-split");
@@ -964,7 +975,9 @@ int cmd_quantize(int argc, char **argv) {
     p.max_samples = samples;
     p.keep_fp32 = keep;
     p.progress = !quiet;
-    if (!parse_attention(C, att, &p.int8_attention) || !parse_embeddings(C, emb, &p.int8_embeddings)) return 1;
+    if (!parse_attention(C, att, &p.int8_attention) || !parse_embeddings(C, emb, &p.int8_embeddings) ||
+        !parse_weight_bits(C, wbits, &p.weight_bits))
+        return 1;
     budget_run br = {.dir = dir, .outdir = outdir, .qp = p};
     budget_opts *bo = &br.bo;
     *bo = (budget_opts){.tune_fraction = 0.5, .bench_seconds = 10, .task = task_s, .data = edata, .split = esplit,

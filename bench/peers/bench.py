@@ -22,11 +22,13 @@ from runner import NEEDS, SYSTEMS  # noqa: E402
 PY = sys.executable
 HERE = common.HERE
 
-BERT8_UNITS = {  # run unit -> scheme of the CLI run (and --attention int8 for "-att8")
+BERT8_UNITS = {  # run unit -> scheme of the CLI run (--attention int8 for "-att8", --weight-bits 7 for "-w7")
     "bert8-static": "static",
     "bert8-dynamic": "dynamic",
     "bert8-static-att8": "static",
     "bert8-dynamic-att8": "dynamic",
+    "bert8-static-att8-w7": "static",
+    "bert8-dynamic-att8-w7": "dynamic",
 }
 ALL_UNITS = list(SYSTEMS) + list(BERT8_UNITS)
 
@@ -267,8 +269,9 @@ def run_peer(a, model, unit, shape, status):
 
 def run_bert8(a, model, unit, shape, status):
     scheme = BERT8_UNITS[unit]
-    att8 = unit.endswith("-att8")
-    tag = scheme + ("-att8" if att8 else "")
+    w7 = unit.endswith("-w7")
+    att8 = unit.endswith("-att8") or unit.endswith("-att8-w7")
+    tag = scheme + ("-att8" if att8 else "") + ("-w7" if w7 else "")
     names = {"fp32": f"bert8-fp32@{tag}", "int8": f"bert8-int8-{tag}"}
     if unit == "bert8-static":
         names["fp32"] = "bert8-fp32"
@@ -291,6 +294,8 @@ def run_bert8(a, model, unit, shape, status):
             "--samples", str(a.calib_n)]
     # explicit either way: bert8's default attention changed (FP32 until 2026-12-01, INT8 since)
     cmd += ["--attention", "int8" if att8 else "fp32"]
+    if w7:
+        cmd += ["--weight-bits", "7"]
     if a.bert8_iters:
         cmd += ["--iters", str(a.bert8_iters)]
     rc, out, err, secs = run_proc(cmd, a.run_timeout, env=thread_env(a.threads))

@@ -25,8 +25,11 @@ ROWS = [
     ("bert8-int8-static-att8", "**bert8 INT8 static, INT8 attention**", "int8"),
     ("bert8-int8-dynamic", "**bert8 INT8 dynamic**", "int8"),
     ("bert8-int8-dynamic-att8", "**bert8 INT8 dynamic, INT8 attention**", "int8"),
+    ("bert8-int8-static-att8-w7", "**bert8 INT8 static, INT8 attention, 7-bit weights**", "int8"),
+    ("bert8-int8-dynamic-att8-w7", "**bert8 INT8 dynamic, INT8 attention, 7-bit weights**", "int8"),
 ]
-BERT8 = {"bert8-fp32", "bert8-int8-static", "bert8-int8-static-att8", "bert8-int8-dynamic", "bert8-int8-dynamic-att8"}
+BERT8 = {"bert8-fp32", "bert8-int8-static", "bert8-int8-static-att8", "bert8-int8-dynamic", "bert8-int8-dynamic-att8",
+         "bert8-int8-static-att8-w7", "bert8-int8-dynamic-att8-w7"}
 
 
 def fmt(v):
@@ -131,6 +134,10 @@ def write(res, json_path):
                                 ("bert8-int8-dynamic", "int8", "bert8 INT8 dynamic / fastest peer INT8"),
                                 ("bert8-int8-dynamic-att8", "int8",
                                  "bert8 INT8 dynamic, INT8 attention / fastest peer INT8"),
+                                ("bert8-int8-static-att8-w7", "int8",
+                                 "bert8 INT8 static, INT8 attention, 7-bit weights / fastest peer INT8"),
+                                ("bert8-int8-dynamic-att8-w7", "int8",
+                                 "bert8 INT8 dynamic, INT8 attention, 7-bit weights / fastest peer INT8"),
                                 ("bert8-fp32", "fp32", "bert8 FP32 / fastest peer FP32")):
             if not any((model, s, b8) in agg for s in shapes):
                 continue
@@ -157,7 +164,11 @@ def write(res, json_path):
                                 "bert8 INT8 static, INT8 attention / own FP32"),
                                ("bert8-int8-dynamic", "bert8-fp32@dynamic", "bert8 INT8 dynamic / own FP32"),
                                ("bert8-int8-dynamic-att8", "bert8-fp32@dynamic-att8",
-                                "bert8 INT8 dynamic, INT8 attention / own FP32")):
+                                "bert8 INT8 dynamic, INT8 attention / own FP32"),
+                               ("bert8-int8-static-att8-w7", "bert8-fp32@static-att8-w7",
+                                "bert8 INT8 static, INT8 attention, 7-bit weights / own FP32"),
+                               ("bert8-int8-dynamic-att8-w7", "bert8-fp32@dynamic-att8-w7",
+                                "bert8 INT8 dynamic, INT8 attention, 7-bit weights / own FP32")):
             if not any((model, s, b8) in agg for s in shapes):
                 continue
             cells = [f"*{label}*"]
@@ -258,7 +269,9 @@ def plot(res, agg, path, models, batches, rows):
     b8_style = {"bert8-fp32": ("black", "--", "o"), "bert8-int8-static": ("black", "-", "s"),
                 "bert8-int8-static-att8": ("black", ":", "D"),
                 "bert8-int8-dynamic": ("dimgray", "-", "^"),
-                "bert8-int8-dynamic-att8": ("dimgray", ":", "v")}
+                "bert8-int8-dynamic-att8": ("dimgray", ":", "v"),
+                "bert8-int8-static-att8-w7": ("firebrick", "-", "s"),
+                "bert8-int8-dynamic-att8-w7": ("firebrick", ":", "v")}
     for ax, model in zip(axes[0], models):
         for i, (key, label, prec) in enumerate(rows):
             pts = [(x, agg[(model, str(x), key)]["median"]) for x in xs

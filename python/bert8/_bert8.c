@@ -389,7 +389,7 @@ static PyObject *model_info_dict(const bert8_model *model) {
         Py_DECREF(s);
     }
     return Py_BuildValue(
-        "{s:s,s:s,s:s,s:s,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:s,s:O,s:O,s:z,s:L,s:L,s:L,s:N,s:s}", "arch",
+        "{s:s,s:s,s:s,s:s,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:s,s:O,s:O,s:z,s:i,s:L,s:L,s:L,s:N,s:s}", "arch",
         arch_name(in->arch), "head", head_name(in->head), "model_type", in->model_type ? in->model_type : "",
         "architecture", in->architecture ? in->architecture : "", "vocab_size", (long long)in->vocab_size,
         "hidden_size", (long long)in->hidden_size, "num_layers", (long long)in->num_layers, "num_heads",
@@ -399,7 +399,8 @@ static PyObject *model_info_dict(const bert8_model *model) {
         (long long)in->max_seq_len, "layer_norm_eps", in->layer_norm_eps, "hidden_act",
         in->hidden_act ? in->hidden_act : "", "has_pooler", in->has_pooler ? Py_True : Py_False, "quantized",
         in->quantized ? Py_True : Py_False, "scheme",
-        in->quantized ? (in->scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic") : NULL, "tensor_count",
+        in->quantized ? (in->scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic") : NULL, "weight_bits",
+        in->weight_bits, "tensor_count",
         (long long)in->tensor_count, "weight_bytes", (long long)in->weight_bytes, "param_count",
         (long long)in->param_count, "labels", labels, "path", bert8_model_dir(model) ? bert8_model_dir(model) : "");
 }
@@ -574,14 +575,16 @@ out:
 
 static PyObject *model_quantize(Model *m, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"batches", "scheme", "alpha", "smooth", "max_samples", "keep_fp32", "progress",
-                             "int8_attention", "int8_embeddings", NULL};
+                             "int8_attention", "int8_embeddings", "weight_bits", NULL};
     PyObject *batches_o;
     int scheme = BERT8_SCHEME_STATIC, smooth = 1, progress = 0, int8_attention = -1, int8_embeddings = 0;
+    int weight_bits = 8;
     double alpha = 0.5;
     long long max_samples = 512;
     const char *keep = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|idpLzpip", kwlist, &batches_o, &scheme, &alpha, &smooth,
-                                     &max_samples, &keep, &progress, &int8_attention, &int8_embeddings))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|idpLzpipi", kwlist, &batches_o, &scheme, &alpha, &smooth,
+                                     &max_samples, &keep, &progress, &int8_attention, &int8_embeddings,
+                                     &weight_bits))
         return NULL;
     if (!model_ready(m)) return NULL;
     PyObject *seq = PySequence_Tuple(batches_o);
@@ -620,6 +623,7 @@ static PyObject *model_quantize(Model *m, PyObject *args, PyObject *kw) {
     qp.progress = progress;
     qp.int8_attention = int8_attention;
     qp.int8_embeddings = int8_embeddings;
+    qp.weight_bits = weight_bits;
     bert8_model *q = NULL;
     char err[ERR_LEN] = "";
     bert8_status st;

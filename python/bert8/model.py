@@ -16,7 +16,7 @@ ArrayLike = Any
 class ModelInfo(dict):
     """The model's configuration and sizes (bert8_model_info) as a dict with attribute access:
     ``arch``, ``head``, ``model_type``, ``hidden_size``, ``num_layers``, ``num_labels``,
-    ``labels``, ``max_seq_len``, ``quantized``, ``scheme``, ``param_count``, ..."""
+    ``labels``, ``max_seq_len``, ``quantized``, ``scheme``, ``weight_bits``, ``param_count``, ..."""
 
     def __getattr__(self, name: str) -> Any:
         try:

@@ -91,6 +91,7 @@ def quantize(
     threads: Optional[int] = None,
     attention: Optional[str] = None,
     embeddings: str = "fp32",
+    weight_bits: int = 8,
 ) -> Model:
     """Calibrates the FP32 model folder ``src`` on text, applies SmoothQuant and quantizes it to
     INT8 (W8A8); writes the result to ``dst`` (unless None) and returns it loaded.
@@ -113,6 +114,9 @@ def quantize(
             ``bert8 quantize --attention``.
         embeddings: "int8" stores the word embedding rows as int8 with a scale per row, as
             ``bert8 quantize --embeddings``; "fp32" (the default) keeps them.
+        weight_bits: 8 (the default) or 7: weights within [-64, 64], which CPUs without VNNI
+            multiply on an exact vpmaddubsw path (about 1.3x the INT8 GEMM rate on AVX2) at
+            half the weight resolution, as ``bert8 quantize --weight-bits``.
     """
     if scheme not in ("static", "dynamic"):
         raise ValueError(f"scheme must be 'static' or 'dynamic', not {scheme!r}")
@@ -131,6 +135,8 @@ def quantize(
         raise ValueError(f"attention must be 'int8', 'fp32' or None, not {attention!r}")
     if embeddings not in ("int8", "fp32"):
         raise ValueError(f"embeddings must be 'int8' or 'fp32', not {embeddings!r}")
+    if weight_bits not in (7, 8) or isinstance(weight_bits, bool):
+        raise ValueError(f"weight_bits must be 7 or 8, not {weight_bits!r}")
     if isinstance(keep_fp32, (list, tuple)):
         keep_fp32 = ",".join(keep_fp32)
     model = Model(src, threads)
@@ -147,7 +153,7 @@ def quantize(
         batches.append((enc["input_ids"], enc["attention_mask"], enc["token_type_ids"]))
     att = -1 if attention is None else int(attention == "int8")
     q = model._m.quantize(batches, 0 if scheme == "static" else 1, a, smooth, samples, keep_fp32, progress,
-                          att, int(embeddings == "int8"))
+                          att, int(embeddings == "int8"), weight_bits)
     result = Model._wrap(q, os.fspath(dst) if dst is not None else model.path)
     if dst is not None:
         result.save(dst)

@@ -62,3 +62,46 @@ def test_quantize_from_a_list_keeps_predictions(tmp_path):
         bert8.quantize(SST2, tmp_path / "x", calib=texts, alpha=2.0)
     with pytest.raises(ValueError):
         bert8.quantize(SST2, tmp_path / "x", calib=[])
+
+
+def _int8_weight_range(folder):
+    """The largest |w| over the int8 tensors of a safetensors file (read with the format's own
+    layout: an 8-byte header length, a JSON header, then the data)."""
+    raw = (folder / "model.safetensors").read_bytes()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    worst, count = 0, 0
+    for name, t in header.items():
+        if name == "__metadata__" or t["dtype"] != "I8" or "embeddings" in name:
+            continue
+        a, b = t["data_offsets"]
+        w = np.frombuffer(raw[8 + n + a:8 + n + b], dtype=np.int8)
+        worst, count = max(worst, int(np.abs(w.astype(np.int16)).max())), count + 1
+    return worst, count
+
+
+def test_quantize_weight_bits_7_equals_the_cli_and_keeps_weights_within_64(tmp_path):
+    require(SST2), require(CALIB), require(CLI)
+    fp32 = bert8.Pipeline(SST2).scores(SENTENCES)
+    q = bert8.quantize(SST2, tmp_path / "py", calib=CALIB, samples=64, progress=False, weight_bits=7)
+    assert q.info.quantized and q.info.weight_bits == 7
+    assert bert8.Model(tmp_path / "py").info.weight_bits == 7 and bert8.Model(SST2).info.weight_bits == 0
+    subprocess.run([str(CLI), "quantize", str(SST2), "-o", str(tmp_path / "cli"), "--calib", str(CALIB),
+                    "--samples", "64", "--weight-bits", "7", "--quiet"], check=True, capture_output=True)
+    assert (tmp_path / "py" / "model.safetensors").read_bytes() == (tmp_path / "cli" / "model.safetensors").read_bytes()
+    assert json.loads((tmp_path / "py" / "quantization_config.json").read_text())["weight_bits"] == 7
+    worst, count = _int8_weight_range(tmp_path / "py")
+    assert count > 0 and worst == 64, (worst, count)  # the largest weight of a channel maps to 64
+    assert bert8.quantize(SST2, tmp_path / "w8", calib=CALIB, samples=64, progress=False).info.weight_bits == 8
+    assert json.loads((tmp_path / "w8" / "quantization_config.json").read_text())["weight_bits"] == 8
+    assert _int8_weight_range(tmp_path / "w8")[0] == 127
+    int8 = bert8.Pipeline(tmp_path / "py").scores(SENTENCES)
+    assert (int8.argmax(1) == fp32.argmax(1)).mean() >= 0.8
+    assert np.abs(int8 - fp32).max() < 0.2
+    for bad in (6, 9, True, "7"):
+        with pytest.raises(ValueError, match="weight_bits"):
+            bert8.quantize(SST2, tmp_path / "x", calib=CALIB, samples=8, progress=False, weight_bits=bad)
+    r = subprocess.run([str(CLI), "quantize", str(SST2), "-o", str(tmp_path / "bad"), "--calib", str(CALIB),
+                        "--weight-bits", "4"], capture_output=True, text=True)
+    assert r.returncode != 0 and "--weight-bits must be 7 or 8" in r.stderr
+    assert not (tmp_path / "bad").exists()

@@ -371,6 +371,7 @@ static bert8_status build_candidate(const search *S, const bert8_unit_mode *mode
     m->quantized = true;
     m->scheme = S->qp->scheme;
     m->calib_samples = S->calib_samples;
+    m->weight_bits = S->qp->weight_bits;
     snprintf(m->keep_fp32, sizeof m->keep_fp32, "%s", S->qp->keep_fp32 ? S->qp->keep_fp32 : "");
     for (int64_t u = 0; u < S->U && !st; u++) {
         if (modes[u] == BERT8_UNIT_FP32) continue;
@@ -401,6 +402,7 @@ static bert8_status build_candidate(const search *S, const bert8_unit_mode *mode
     }
     m->info.quantized = 1;
     m->info.scheme = S->qp->scheme;
+    m->info.weight_bits = m->weight_bits;
     *out = m;
     return BERT8_OK;
 }

@@ -15,7 +15,7 @@ static const float ALPHA_GRID[] = {0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f, 0.9f};
 bert8_quant_params bert8_default_quant_params(void) {
     bert8_quant_params p = {.scheme = BERT8_SCHEME_STATIC, .alpha = 0.5f, .smooth = 1, .max_samples = 512,
                             .keep_fp32 = NULL, .progress = 0, .int8_attention = -1, .int8_embeddings = 0,
-                            .unit_modes = NULL};
+                            .unit_modes = NULL, .weight_bits = 8};
     return p;
 }
 
@@ -91,9 +91,10 @@ bert8_status b8_quantize_group(const float *w, const float *b, int64_t n, int64_
     *out = NULL;
     /* smoothing off (s = 1) keeps the calibrated ranges: naive W8A8 still needs its static
      * activation scale. Without samples, auto falls back to 0.5. */
-    if (!p->smooth) return b8_qlinear_from_fp32(w, b, n, k, ss->amax, -1.0f, mode, out, e);
+    const int wb = p->weight_bits ? p->weight_bits : 8;
+    if (!p->smooth) return b8_qlinear_from_fp32(w, b, n, k, ss->amax, -1.0f, mode, wb, out, e);
     if (p->alpha >= 0 || ss->kept == 0)
-        return b8_qlinear_from_fp32(w, b, n, k, ss->amax, p->alpha >= 0 ? p->alpha : 0.5f, mode, out, e);
+        return b8_qlinear_from_fp32(w, b, n, k, ss->amax, p->alpha >= 0 ? p->alpha : 0.5f, mode, wb, out, e);
     const int64_t S = ss->kept;
     float *yref = b8_malloc_aligned((size_t)(S * n) * sizeof(float));
     b8_sgemm_w *pw = NULL;
@@ -107,7 +108,7 @@ bert8_status b8_quantize_group(const float *w, const float *b, int64_t n, int64_
     for (size_t i = 0; i < sizeof ALPHA_GRID / sizeof *ALPHA_GRID; i++) {
         b8_qlinear *q = NULL;
         double err = INFINITY;
-        if ((st = b8_qlinear_from_fp32(w, b, n, k, ss->amax, ALPHA_GRID[i], mode, &q, e)) ||
+        if ((st = b8_qlinear_from_fp32(w, b, n, k, ss->amax, ALPHA_GRID[i], mode, wb, &q, e)) ||
             (st = candidate_error(n, k, ss, yref, q, &err, e))) {
             b8_qlinear_free(q);
             b8_qlinear_free(best);
@@ -167,6 +168,7 @@ static bert8_status put_err(bert8_status st, char *err, size_t err_len, const ch
 void b8_quant_resolve(const bert8_model *fp32, bert8_quant_params *p) {
     const int64_t d = fp32->cfg.num_heads > 0 ? fp32->cfg.hidden_size / fp32->cfg.num_heads : 0;
     if (p->int8_attention == -1) p->int8_attention = d > 0 && d % 4 == 0;
+    if (p->weight_bits == 0) p->weight_bits = 8;
 }
 
 bert8_status b8_quant_check(const bert8_model *fp32, const bert8_quant_params *p, b8_err *e) {
@@ -179,6 +181,8 @@ bert8_status b8_quant_check(const bert8_model *fp32, const bert8_quant_params *p
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "int8_attention must be -1 (INT8 where the head size allows), 0 or 1, not %d", p->int8_attention);
     if (p->int8_embeddings != 0 && p->int8_embeddings != 1)
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "int8_embeddings must be 0 or 1");
+    if (p->weight_bits != 7 && p->weight_bits != 8)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "weight_bits must be 7 or 8, not %d", p->weight_bits);
     const int64_t d = fp32->cfg.hidden_size / fp32->cfg.num_heads;
     if (b8_quant_attention(p, fp32->cfg.num_layers) && d % 4)
         return b8_fail(e, BERT8_ERR_UNSUPPORTED, "INT8 attention needs a head size that is a multiple of 4, not %lld",
@@ -260,6 +264,7 @@ bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, s
     m->quantized = true;
     m->scheme = p.scheme;
     m->calib_samples = cs.sequences;
+    m->weight_bits = p.weight_bits;
     snprintf(m->keep_fp32, sizeof m->keep_fp32, "%s", p.keep_fp32 ? p.keep_fp32 : "");
     for (int64_t l = 0; l < L; l++) {
         for (int g = 0; g < B8_GROUP_COUNT; g++) {
@@ -305,6 +310,7 @@ bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, s
     if (p.int8_embeddings && (st = b8_model_quantize_embeddings(m, &e))) goto done;
     m->info.quantized = 1;
     m->info.scheme = p.scheme;
+    m->info.weight_bits = p.weight_bits;
 done:
     b8_calib_free(&cs);
     if (st) {

@@ -118,6 +118,7 @@ bert8_status b8_qconfig_parse(const char *text, const char *path, b8_qconfig *cf
     const cJSON *keep = cJSON_GetObjectItemCaseSensitive(root, "keep_fp32");
     const cJSON *att = cJSON_GetObjectItemCaseSensitive(root, "attention");
     const cJSON *emb = cJSON_GetObjectItemCaseSensitive(root, "embeddings");
+    const cJSON *wbits = cJSON_GetObjectItemCaseSensitive(root, "weight_bits");
     if (emb && !cJSON_IsNull(emb) &&
         (!cJSON_IsString(emb) || (strcmp(emb->valuestring, "fp32") && strcmp(emb->valuestring, "int8")))) {
         st = b8_fail(e, BERT8_ERR_FORMAT, "%s: embeddings must be \"fp32\" or \"int8\"", path);
@@ -142,8 +143,12 @@ bert8_status b8_qconfig_parse(const char *text, const char *path, b8_qconfig *cf
     } else if (att && !cJSON_IsNull(att) &&
                (!cJSON_IsString(att) || (strcmp(att->valuestring, "fp32") && strcmp(att->valuestring, "int8")))) {
         st = b8_fail(e, BERT8_ERR_FORMAT, "%s: attention must be \"fp32\" or \"int8\"", path);
+    } else if (wbits && !cJSON_IsNull(wbits) &&
+               (!cJSON_IsNumber(wbits) || (wbits->valuedouble != 7 && wbits->valuedouble != 8))) {
+        st = b8_fail(e, BERT8_ERR_FORMAT, "%s: weight_bits must be 7 or 8", path);
     } else {
         cfg->version = (int)ver->valuedouble;
+        cfg->weight_bits = cJSON_IsNumber(wbits) ? (int)wbits->valuedouble : 8;
         cfg->scheme = strcmp(scheme->valuestring, "static") ? BERT8_SCHEME_DYNAMIC : BERT8_SCHEME_STATIC;
         cfg->calib_samples = cJSON_IsNumber(samples) ? (int64_t)samples->valuedouble : 0;
         if (cJSON_IsString(keep)) snprintf(cfg->keep_fp32, sizeof cfg->keep_fp32, "%s", keep->valuestring);
@@ -186,7 +191,11 @@ bert8_status b8_qconfig_write(const char *path, const b8_qconfig *cfg, b8_err *e
     cJSON_AddStringToObject(qc, "quant_method", B8_QFORMAT_METHOD);
     cJSON_AddNumberToObject(qc, "version", B8_QFORMAT_VERSION);
     cJSON_AddStringToObject(qc, "scheme", stat_ ? "static" : "dynamic");
-    cJSON_AddStringToObject(qc, "weights", "int8, symmetric, per output channel (weight_scale)");
+    cJSON_AddStringToObject(qc, "weights",
+                            cfg->weight_bits == 7
+                                ? "int8 within [-64, 64] (7 bits), symmetric, per output channel (weight_scale)"
+                                : "int8, symmetric, per output channel (weight_scale)");
+    cJSON_AddNumberToObject(qc, "weight_bits", cfg->weight_bits == 7 ? 7 : 8);
     cJSON_AddStringToObject(qc, "activations",
                             stat_ ? "int8, symmetric, per tensor (input_scale, calibrated)"
                                   : "int8, symmetric, per token (computed at run time)");

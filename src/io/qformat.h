@@ -44,6 +44,7 @@ typedef struct b8_qconfig {
     int version;
     bert8_scheme scheme;  /* the folder's scheme: the mode of every INT8 group in version 1 */
     int64_t calib_samples;
+    int weight_bits;      /* 8, or 7: every weight within +-64 ("weight_bits", 8 when absent) */
     char keep_fp32[256];
     bool int8_attention;  /* some layer runs its attention products in INT8 */
     bool int8_embeddings; /* the word embedding rows are int8 with a scale per row */

@@ -499,6 +499,7 @@ static void fill_info(bert8_model *m) {
     i->has_pooler = m->has_pooler;
     i->quantized = m->quantized;
     i->scheme = m->scheme;
+    i->weight_bits = m->quantized ? (m->weight_bits ? m->weight_bits : 8) : 0;
     i->tensor_count = (int64_t)b8_st_count(m->st);
     i->weight_bytes = (int64_t)b8_st_data_bytes(m->st);
     const int64_t H = c->hidden_size, I = c->intermediate_size;
@@ -623,6 +624,7 @@ bert8_status bert8_model_load(const char *dir, const bert8_load_params *params, 
         m->quantized = true;
         m->scheme = L.qc.scheme;
         m->calib_samples = L.qc.calib_samples;
+        m->weight_bits = L.qc.weight_bits;
         snprintf(m->keep_fp32, sizeof m->keep_fp32, "%s", L.qc.keep_fp32);
     }
     if ((st = detect_prefix_and_head(&L))) goto fail;

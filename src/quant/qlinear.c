@@ -69,13 +69,14 @@ static bert8_status smooth_factors(const float *w, int64_t n, int64_t k, const f
     return BERT8_OK;
 }
 
-/* Quantizes W * s per output channel. */
-static void quantize_weights(const float *w, int64_t n, int64_t k, const float *s, int8_t *wq, float *w_scale) {
+/* Quantizes W * s per output channel to [-qmax, qmax]. */
+static void quantize_weights(const float *w, int64_t n, int64_t k, const float *s, float qmax, int8_t *wq,
+                             float *w_scale) {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; i++) {
         float m = 0;
         for (int64_t j = 0; j < k; j++) m = fmaxf(m, fabsf(w[i * k + j] * s[j]));
-        float sc = m > 0 ? m / 127.0f : 1.0f;
+        float sc = m > 0 ? m / qmax : 1.0f;
         w_scale[i] = sc;
         float inv = 1.0f / sc;
         for (int64_t j = 0; j < k; j++) wq[i * k + j] = b8_q8(w[i * k + j] * s[j] * inv);
@@ -89,8 +90,10 @@ static float static_scale(const float *amax, const float *s, int64_t k) {
 }
 
 bert8_status b8_qlinear_from_fp32(const float *w, const float *b, int64_t n, int64_t k, const float *amax,
-                                  float alpha, b8_qmode mode, b8_qlinear **out, b8_err *e) {
+                                  float alpha, b8_qmode mode, int weight_bits, b8_qlinear **out, b8_err *e) {
     *out = NULL;
+    if (weight_bits != 7 && weight_bits != 8)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "weight_bits must be 7 or 8, not %d", weight_bits);
     if (mode != B8_QMODE_STATIC && mode != B8_QMODE_DYNAMIC)
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "an INT8 Linear needs mode int8_static or int8_dynamic, not %s",
                        b8_qmode_name(mode));
@@ -105,7 +108,7 @@ bert8_status b8_qlinear_from_fp32(const float *w, const float *b, int64_t n, int
         b8_qlinear_free(q);
         return st;
     }
-    quantize_weights(w, n, k, q->smooth, q->wq, q->w_scale);
+    quantize_weights(w, n, k, q->smooth, weight_bits == 7 ? 64.0f : 127.0f, q->wq, q->w_scale);
     if (b) memcpy(q->bias, b, (size_t)n * sizeof(float));
     q->mode = mode;
     q->alpha = amax && alpha >= 0 ? alpha : -1.0f;

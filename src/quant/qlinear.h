@@ -52,9 +52,10 @@ void b8_qlinear_free(b8_qlinear *q); /* NULL is a no-op */
 
 /* Builds an INT8 Linear from FP32 W [n][k] and bias [n] (NULL: zeros), given the calibrated
  * per-channel max |x| (amax [k], NULL: not calibrated, smoothing impossible) and alpha
- * (< 0: smoothing off). Static mode needs amax for its activation scale. */
+ * (< 0: smoothing off). Static mode needs amax for its activation scale. weight_bits 8 puts
+ * the weights in [-127, 127], 7 in [-64, 64] (the range the AVX2 vpmaddubsw kernel takes). */
 bert8_status b8_qlinear_from_fp32(const float *w, const float *b, int64_t n, int64_t k, const float *amax,
-                                  float alpha, b8_qmode mode, b8_qlinear **out, b8_err *e);
+                                  float alpha, b8_qmode mode, int weight_bits, b8_qlinear **out, b8_err *e);
 
 /* Stacks the rows of parts (same k, smooth_factor, a_scale and mode: they share their input)
  * into one Linear, e.g. Q, K and V into one [3H][H] product. what names it in messages. */
