@@ -135,7 +135,7 @@ def quantize(
         raise ValueError(f"attention must be 'int8', 'fp32' or None, not {attention!r}")
     if embeddings not in ("int8", "fp32"):
         raise ValueError(f"embeddings must be 'int8' or 'fp32', not {embeddings!r}")
-    if weight_bits not in (7, 8) or isinstance(weight_bits, bool):
+    if weight_bits not in (7, 8):
         raise ValueError(f"weight_bits must be 7 or 8, not {weight_bits!r}")
     if isinstance(keep_fp32, (list, tuple)):
         keep_fp32 = ",".join(keep_fp32)

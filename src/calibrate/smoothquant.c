@@ -91,7 +91,7 @@ bert8_status b8_quantize_group(const float *w, const float *b, int64_t n, int64_
     *out = NULL;
     /* smoothing off (s = 1) keeps the calibrated ranges: naive W8A8 still needs its static
      * activation scale. Without samples, auto falls back to 0.5. */
-    const int wb = p->weight_bits ? p->weight_bits : 8;
+    const int wb = p->weight_bits; /* 7 or 8: b8_quant_resolve and b8_quant_check ran */
     if (!p->smooth) return b8_qlinear_from_fp32(w, b, n, k, ss->amax, -1.0f, mode, wb, out, e);
     if (p->alpha >= 0 || ss->kept == 0)
         return b8_qlinear_from_fp32(w, b, n, k, ss->amax, p->alpha >= 0 ? p->alpha : 0.5f, mode, wb, out, e);

@@ -499,7 +499,7 @@ static void fill_info(bert8_model *m) {
     i->has_pooler = m->has_pooler;
     i->quantized = m->quantized;
     i->scheme = m->scheme;
-    i->weight_bits = m->quantized ? (m->weight_bits ? m->weight_bits : 8) : 0;
+    i->weight_bits = m->quantized ? m->weight_bits : 0;
     i->tensor_count = (int64_t)b8_st_count(m->st);
     i->weight_bytes = (int64_t)b8_st_data_bytes(m->st);
     const int64_t H = c->hidden_size, I = c->intermediate_size;

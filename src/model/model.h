@@ -53,7 +53,7 @@ struct bert8_model {
     bool quantized;
     bert8_scheme scheme;
     int64_t calib_samples;
-    int weight_bits;            /* 8, or 7 (weights within +-64); 0 for FP32 */
+    int weight_bits;            /* quantized: 8, or 7 (weights within +-64); 0 for FP32 */
     char keep_fp32[256];
     bool int8_embeddings;       /* word_emb_q in use */
     int8_t *own_emb_q;          /* the int8 rows and scales when the model made them (quantize) */

@@ -197,7 +197,7 @@ bert8_status bert8_model_save(const bert8_model *m, const char *out_dir, char *e
     qc.version = B8_QFORMAT_VERSION;
     qc.scheme = m->scheme;
     qc.calib_samples = m->calib_samples;
-    qc.weight_bits = m->weight_bits ? m->weight_bits : 8;
+    qc.weight_bits = m->weight_bits;
     qc.int8_embeddings = m->int8_embeddings;
     snprintf(qc.keep_fp32, sizeof qc.keep_fp32, "%s", m->keep_fp32);
     qc.layers = L;

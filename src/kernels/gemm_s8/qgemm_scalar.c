@@ -85,24 +85,22 @@ static inline void ukr_c4_body(const int mr, const int nr, int rows, size_t kgro
         }
 }
 
-static inline void ukr_c4(int rows, size_t kgroups, const uint8_t *a, const int8_t *w, int32_t *c,
-                          size_t ldc, int accumulate) {
-    ukr_c4_body(B8_VNNI_MR, B8_VNNI_NR, rows, kgroups, a, w, c, ldc, accumulate);
-}
-
-#define UKR_C4(R)                                                                              \
-    static void qs8_gemm_##R##x32c4__scalar(size_t kg, const void *a, const int8_t *w,        \
-                                            int32_t *c, size_t ldc, int accumulate) {         \
-        ukr_c4(R, kg, a, w, c, ldc, accumulate);                                               \
+/* One scalar c4 micro-kernel: R rows of an MR x NR tile (the VNNI twin 8x32, the AVX2 4x24). */
+#define UKR_C4(R, MR, NR)                                                                      \
+    static void qs8_gemm_##R##x##NR##c4__scalar(size_t kg, const void *a, const int8_t *w,    \
+                                                int32_t *c, size_t ldc, int accumulate) {     \
+        ukr_c4_body(MR, NR, R, kg, a, w, c, ldc, accumulate);                                  \
     }
-UKR_C4(1)
-UKR_C4(2)
-UKR_C4(3)
-UKR_C4(4)
-UKR_C4(5)
-UKR_C4(6)
-UKR_C4(7)
-UKR_C4(8)
+UKR_C4(1, 8, 32)
+UKR_C4(2, 8, 32)
+UKR_C4(3, 8, 32)
+UKR_C4(4, 8, 32)
+UKR_C4(5, 8, 32)
+UKR_C4(6, 8, 32)
+UKR_C4(7, 8, 32)
+UKR_C4(8, 8, 32)
+_Static_assert(B8_VNNI_MR == 8 && B8_VNNI_NR == 32 && B8_AVX2_C4_MR == 4 && B8_AVX2_C4_NR == 24,
+               "the scalar c4 twins are instantiated with these tile sizes");
 
 const b8_qblis b8_qblis_8x32c4__scalar = {
     .mr = B8_VNNI_MR,
@@ -233,15 +231,10 @@ static void pack_a_4x24c4(const int8_t *A, int64_t lda, int rows, int64_t k0, in
     pack_a_c4_body(B8_AVX2_C4_MR, A, lda, rows, k0, kc, dst);
 }
 
-#define UKR_4X24(R)                                                                            \
-    static void qs8_gemm_##R##x24c4__scalar(size_t kg, const void *a, const int8_t *w,        \
-                                            int32_t *c, size_t ldc, int accumulate) {         \
-        ukr_c4_body(B8_AVX2_C4_MR, B8_AVX2_C4_NR, R, kg, a, w, c, ldc, accumulate);            \
-    }
-UKR_4X24(1)
-UKR_4X24(2)
-UKR_4X24(3)
-UKR_4X24(4)
+UKR_C4(1, 4, 24)
+UKR_C4(2, 4, 24)
+UKR_C4(3, 4, 24)
+UKR_C4(4, 4, 24)
 
 const b8_qblis b8_qblis_4x24c4__scalar = {
     .mr = B8_AVX2_C4_MR,
