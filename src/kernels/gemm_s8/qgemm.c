@@ -411,6 +411,14 @@ static inline void tile(const run_plan *p, const uint8_t *a, const int8_t *wp, i
         ldt = (size_t)p->nc;
     }
     const size_t kg = (size_t)(kcur / b->kq);
+    if (pc == p->npc - 1 && p->ep && p->ep->residual) {
+        /* The epilogue's residual lines, asked for (into L2) before the product so that they
+         * arrive while it runs: a load that misses there stalls the epilogue, where a store
+         * would not (prefetching the plain outputs the same way gained nothing). */
+        const float *res = p->ep->residual + ir * p->ep->ld_res + jr;
+        for (int i = 0; i < rows; i++)
+            for (int j = 0; j < cols; j += 16) __builtin_prefetch(res + i * p->ep->ld_res + j, 0, 2);
+    }
     if (pf) b->ukr_pf[rows](kg, a, wp, c, ldt, pc > 0, pf);
     else b->ukr[rows](kg, a, wp, c, ldt, pc > 0);
     if (pc != p->npc - 1) return;
