@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The Python package's test suite: a venv in build/venv-py with the oracles (torch 2.13.0 CPU,
-# transformers, tokenizers, ray), `pip install .` of this checkout (warnings as errors), a wheel
-# installed into a second, fresh venv and imported there, then pytest python/tests.
+# transformers, tokenizers, sentence-transformers, ray), `pip install .` of this checkout
+# (warnings as errors), a wheel installed into a second, fresh venv and imported there, then
+# pytest python/tests.
 # The CLI tests use build/bert8 (scripts/test.sh builds it); they are skipped without it.
+# The real-checkpoint tests use the models scripts/fetch-models.sh fetched (docs/models.md); they
+# are skipped without them, unless BERT8_REAL_MODELS=required (as .ci/run sets).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=build/venv-py
@@ -11,7 +14,7 @@ pipq() { "$@" 2> >(grep -v '^WARNING: Location' >&2); }
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 # torch is pinned: an unpinned one would pull a multi-GB CUDA build
 pipq "$venv/bin/pip" install -q --disable-pip-version-check torch==2.13.0 numpy pytest transformers tokenizers \
-  sentencepiece protobuf "ray[data]" scikit-build-core
+  sentence-transformers sentencepiece protobuf "ray[data]" scikit-build-core
 # the package itself, built by scikit-build-core with the C warnings as errors
 pipq "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation . -C cmake.define.BERT8_WERROR=ON
 "$venv/bin/python" -c "import bert8; print('bert8', bert8.__version__, bert8.Model('models/sst2-bert-mini').info['architecture'])"

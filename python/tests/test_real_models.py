@@ -1,0 +1,208 @@
+"""FP32 exactness on real pretrained checkpoints (models/real.tsv, docs/models.md): for every
+model the manifest marks supported and `scripts/fetch-models.sh --path` finds in the cache,
+bert8 against transformers (last_hidden_state) and sentence-transformers (embeddings) on 200
+STS-B dev sentences plus hostile and long texts, and bert8's token ids against the HF tokenizer.
+
+A model that is not fetched is skipped, unless BERT8_REAL_MODELS=required (as in CI), where
+it fails: run `bash scripts/fetch-models.sh` first."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import pathlib
+import subprocess
+
+import numpy as np
+import pytest
+
+import bert8
+from conftest import REPO, SHARED
+
+MANIFEST = REPO / "models" / "real.tsv"
+FETCH = REPO / "scripts" / "fetch-models.sh"
+STSB = SHARED / "data" / "glue" / "STS-B.dev.tsv"
+REQUIRED = os.environ.get("BERT8_REAL_MODELS", "") == "required"
+# The hidden-state tolerance of tests/test_golden_models.c and test_model.py (1e-4), taken as a
+# bound on the max absolute difference (rtol 0), for last_hidden_state and embeddings alike.
+ATOL = 1e-4
+BATCH = 32
+
+
+def _manifest() -> list:
+    with open(MANIFEST, encoding="utf-8") as f:
+        lines = [line for line in f if line.strip() and not line.startswith("#")]
+    rows = list(csv.DictReader(lines, delimiter="\t", quoting=csv.QUOTE_NONE))
+    for r in rows:
+        assert len(r) == 10 and None not in r.values(), f"{MANIFEST}: bad row {r}"
+    return rows
+
+
+SUPPORTED = [r for r in _manifest() if r["status"].split(":")[0] == "supported"]
+ENCODERS = [r for r in SUPPORTED if r["kind"].startswith("sentence-encoder")]
+
+
+def _missing(why: str):
+    if REQUIRED:
+        pytest.fail(f"{why} (BERT8_REAL_MODELS=required)")
+    pytest.skip(why)
+
+
+def _folder(name: str) -> pathlib.Path:
+    p = subprocess.run(["bash", str(FETCH), "--path", name], capture_output=True, text=True)
+    if p.returncode != 0:
+        _missing(f"real model {name} is not fetched: {p.stderr.strip()}")
+    return pathlib.Path(p.stdout.strip())
+
+
+def _max_length(folder: pathlib.Path) -> int:
+    """sentence-transformers' max_seq_length (sentence_bert_config.json), else the positions.
+    bert8's pipelines take their default from tokenizer_config.json's model_max_length, which is
+    512 for all-MiniLM-L6-v2 where sentence-transformers uses 256, so the tests pass it explicitly."""
+    sb = folder / "sentence_bert_config.json"
+    if sb.exists():
+        return int(json.loads(sb.read_text())["max_seq_length"])
+    return int(json.loads((folder / "config.json").read_text())["max_position_embeddings"])
+
+
+PARAGRAPH = " ".join(
+    "Site reliability engineers watched the dashboards through the night while the storage cluster"
+    " rebalanced its shards; latency rose, queues grew, and the on-call rota changed twice before"
+    " dawn. By morning the incident review listed seventeen contributing factors, from an expired"
+    " certificate to a misconfigured retry budget, and nobody could agree which one mattered most."
+    .split() * 6)  # 318 words, well over 256 and 512 tokens, so truncation is exercised
+
+HOSTILE = [
+    "",
+    " ",
+    "\t\n",
+    "naïve café — Zürich, São Paulo, Kraków; ½ ≠ 0.5 ™",
+    "短い日本語の文と English mixed 한국어 문장 中文句子",
+    "emoji 😀👍🏽👨‍👩‍👧 and zero\u200bwidth\u200djoiners",
+    "e\u0301 combining accents: Ame\u0301lie, Cafe\u0301",
+    "مرحبا بالعالم שלום עולם",
+    "ALL CAPS AND lowercase, MiXeD; punctuation!!! ??? ... ---",
+    "a " * 700,
+    PARAGRAPH,
+    "unbelievably unaffordable counterrevolutionaries antidisestablishmentarianism",
+]
+
+
+@pytest.fixture(scope="module")
+def texts() -> list:
+    if not STSB.exists():
+        _missing(f"{STSB} is not there")
+    with open(STSB, encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    sts = [s for r in rows[:100] for s in (r["sentence1"], r["sentence2"])]
+    assert len(sts) == 200
+    return sts + HOSTILE
+
+
+def _batches(n: int, lengths: list):
+    """Index batches of BATCH texts, longest first (so padding stays small)."""
+    order = sorted(range(n), key=lambda i: -lengths[i])
+    for i in range(0, n, BATCH):
+        yield order[i: i + BATCH]
+
+
+@pytest.fixture(scope="module")
+def hf_tokenizers(transformers):
+    cache: dict = {}
+
+    def get(folder):
+        if folder not in cache:
+            cache[folder] = transformers.AutoTokenizer.from_pretrained(str(folder))
+        return cache[folder]
+    return get
+
+
+@pytest.mark.parametrize("row", SUPPORTED, ids=[r["name"] for r in SUPPORTED])
+def test_tokenizer_ids_match_hf(row, texts, hf_tokenizers):
+    folder = _folder(row["name"])
+    n = _max_length(folder)
+    want = hf_tokenizers(folder)(texts, truncation=True, max_length=n)
+    got = bert8.Tokenizer(folder)(texts, truncation=True, max_length=n)
+    for key in ("input_ids", "attention_mask", "token_type_ids"):
+        if key not in want:
+            continue
+        bad = [i for i in range(len(texts)) if list(got[key][i]) != list(want[key][i])]
+        assert not bad, f"{row['name']}: {key} differ on {len(bad)} texts, first {texts[bad[0]][:80]!r}: " \
+                        f"bert8 {list(got[key][bad[0]])[:20]} vs HF {list(want[key][bad[0]])[:20]}"
+    assert max(len(ids) for ids in want["input_ids"]) == n, "no text reached the truncation length"
+
+
+@pytest.mark.parametrize("row", SUPPORTED, ids=[r["name"] for r in SUPPORTED])
+def test_last_hidden_state_matches_transformers(row, texts, torch, transformers, hf_tokenizers):
+    folder = _folder(row["name"])
+    n = _max_length(folder)
+    tok = hf_tokenizers(folder)
+    ref, loading = transformers.AutoModel.from_pretrained(str(folder), dtype=torch.float32, output_loading_info=True)
+    ref.eval()
+    # a weight the reference did not load would be random: then the comparison means nothing
+    # (a masked-LM checkpoint has no pooler, which last_hidden_state does not use)
+    missing = sorted(k for k in loading["missing_keys"] if not k.startswith("pooler."))
+    assert not missing, f"{row['name']}: transformers did not load {missing}"
+    model = bert8.Model(folder)
+    enc = tok(texts, truncation=True, max_length=n)
+    lengths = [len(ids) for ids in enc["input_ids"]]
+    worst = 0.0
+    for idx in _batches(len(texts), lengths):
+        T = max(lengths[i] for i in idx)
+        ids = np.full((len(idx), T), tok.pad_token_id, dtype=np.int64)
+        mask = np.zeros_like(ids)
+        types = np.zeros_like(ids)
+        for b, i in enumerate(idx):
+            ids[b, : lengths[i]] = enc["input_ids"][i]
+            mask[b, : lengths[i]] = 1
+            if "token_type_ids" in enc:
+                types[b, : lengths[i]] = enc["token_type_ids"][i]
+        with torch.no_grad():
+            want = ref(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask),
+                       token_type_ids=torch.from_numpy(types)).last_hidden_state.numpy()
+        got = model.forward(ids, mask, types)["last_hidden_state"]
+        assert got.shape == want.shape and got.dtype == np.float32
+        real = mask.astype(bool)
+        err = float(np.max(np.abs(got[real] - want[real])))
+        worst = max(worst, err)
+        assert err <= ATOL, f"{row['name']}: last_hidden_state max |diff| {err:.3g} > {ATOL} on batch {idx[:4]}..."
+    print(f"\n{row['name']}: last_hidden_state max |bert8 - transformers| = {worst:.3g} ({len(texts)} texts)")
+
+
+@pytest.mark.parametrize("row", ENCODERS, ids=[r["name"] for r in ENCODERS])
+def test_sentence_embeddings_match_sentence_transformers(row, texts):
+    folder = _folder(row["name"])
+    try:
+        import sentence_transformers
+    except ImportError:
+        _missing("sentence-transformers is not installed")
+    st = sentence_transformers.SentenceTransformer(str(folder), device="cpu")
+    n = _max_length(folder)
+    assert st.max_seq_length == n
+    want = st.encode(texts, batch_size=BATCH, convert_to_numpy=True)
+    # bert8's pooling and normalisation come from the folder (1_Pooling, modules.json); the
+    # truncation length is passed explicitly (see _max_length)
+    pipe = bert8.Pipeline(folder, max_length=n)
+    got = pipe.embed(texts)
+    assert got.shape == want.shape and got.dtype == np.float32
+    err = np.max(np.abs(got - want), axis=1)
+    worst = int(np.argmax(err))
+    assert err[worst] <= ATOL, f"{row['name']}: embedding max |diff| {err[worst]:.3g} > {ATOL} on {texts[worst][:80]!r}"
+    # SentenceEncoder on the same pipeline gives the same vectors
+    encoder = bert8.SentenceEncoder(folder)
+    encoder.pipeline = pipe
+    np.testing.assert_array_equal(encoder.encode(texts, batch_size=BATCH), got)
+    print(f"\n{row['name']}: embedding max |bert8 - sentence-transformers| = {err[worst]:.3g} ({len(texts)} texts)")
+
+
+def test_manifest_is_well_formed():
+    rows = _manifest()
+    names = [r["name"] for r in rows]
+    assert len(set(names)) == len(names), "duplicate names"
+    for r in rows:
+        pkgs, shas = r["package"].split("+"), r["wheel_sha256"].split(",")
+        assert len(pkgs) == len(shas), r["name"]
+        assert all("==" in p for p in pkgs), r["name"]
+        for s in shas + [r["weights_sha256"]]:
+            assert len(s) == 64 and all(c in "0123456789abcdef" for c in s), (r["name"], s)
+        assert r["status"] == "supported" or r["status"].startswith(("supported: ", "unsupported: ")), r["name"]
