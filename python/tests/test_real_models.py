@@ -1,7 +1,8 @@
 """FP32 exactness on real pretrained checkpoints (models/real.tsv, docs/models.md): for every
 model the manifest marks supported and `scripts/fetch-models.sh --path` finds in the cache,
-bert8 against transformers (last_hidden_state) and sentence-transformers (embeddings) on 200
-STS-B dev sentences plus hostile and long texts, and bert8's token ids against the HF tokenizer.
+bert8 against transformers (last_hidden_state; logits for classifiers) and sentence-transformers
+(embeddings) on 200 STS-B dev sentences plus hostile and long texts, and bert8's token ids
+against the HF tokenizer.
 
 A model that is not fetched is skipped, unless BERT8_REAL_MODELS=required (as in CI), where
 it fails: run `bash scripts/fetch-models.sh` first."""
@@ -40,6 +41,7 @@ def _manifest() -> list:
 
 SUPPORTED = [r for r in _manifest() if r["status"].split(":")[0] == "supported"]
 ENCODERS = [r for r in SUPPORTED if r["kind"].startswith("sentence-encoder")]
+CLASSIFIERS = [r for r in SUPPORTED if r["kind"] == "classifier"]
 
 
 def _missing(why: str):
@@ -56,13 +58,21 @@ def _folder(name: str) -> pathlib.Path:
 
 
 def _max_length(folder: pathlib.Path) -> int:
-    """sentence-transformers' max_seq_length (sentence_bert_config.json), else the positions.
-    bert8's pipelines take their default from tokenizer_config.json's model_max_length, which is
-    512 for all-MiniLM-L6-v2 where sentence-transformers uses 256, so the tests pass it explicitly."""
+    """sentence-transformers' max_seq_length (sentence_bert_config.json), else tokenizer_config.json's
+    model_max_length where it is below the positions (categorium-topics-en: 100, the length it
+    was trained at), else the positions. bert8's pipelines take their default from
+    model_max_length, which is 512 for all-MiniLM-L6-v2 where sentence-transformers uses 256, so
+    the tests pass it explicitly."""
     sb = folder / "sentence_bert_config.json"
     if sb.exists():
         return int(json.loads(sb.read_text())["max_seq_length"])
-    return int(json.loads((folder / "config.json").read_text())["max_position_embeddings"])
+    n = int(json.loads((folder / "config.json").read_text())["max_position_embeddings"])
+    tc = folder / "tokenizer_config.json"
+    if tc.exists():
+        ml = json.loads(tc.read_text()).get("model_max_length")
+        if isinstance(ml, (int, float)) and 0 < ml < n:
+            return int(ml)
+    return n
 
 
 PARAGRAPH = " ".join(
@@ -106,6 +116,22 @@ def _batches(n: int, lengths: list):
         yield order[i: i + BATCH]
 
 
+def _padded(enc, pad_id: int):
+    """(index batch, input_ids, attention_mask, token_type_ids) int64 [B, T], longest first."""
+    lengths = [len(ids) for ids in enc["input_ids"]]
+    for idx in _batches(len(lengths), lengths):
+        T = max(lengths[i] for i in idx)
+        ids = np.full((len(idx), T), pad_id, dtype=np.int64)
+        mask = np.zeros_like(ids)
+        types = np.zeros_like(ids)
+        for b, i in enumerate(idx):
+            ids[b, : lengths[i]] = enc["input_ids"][i]
+            mask[b, : lengths[i]] = 1
+            if "token_type_ids" in enc:
+                types[b, : lengths[i]] = enc["token_type_ids"][i]
+        yield idx, ids, mask, types
+
+
 @pytest.fixture(scope="module")
 def hf_tokenizers(transformers):
     cache: dict = {}
@@ -145,18 +171,8 @@ def test_last_hidden_state_matches_transformers(row, texts, torch, transformers,
     assert not missing, f"{row['name']}: transformers did not load {missing}"
     model = bert8.Model(folder)
     enc = tok(texts, truncation=True, max_length=n)
-    lengths = [len(ids) for ids in enc["input_ids"]]
     worst = 0.0
-    for idx in _batches(len(texts), lengths):
-        T = max(lengths[i] for i in idx)
-        ids = np.full((len(idx), T), tok.pad_token_id, dtype=np.int64)
-        mask = np.zeros_like(ids)
-        types = np.zeros_like(ids)
-        for b, i in enumerate(idx):
-            ids[b, : lengths[i]] = enc["input_ids"][i]
-            mask[b, : lengths[i]] = 1
-            if "token_type_ids" in enc:
-                types[b, : lengths[i]] = enc["token_type_ids"][i]
+    for idx, ids, mask, types in _padded(enc, tok.pad_token_id):
         with torch.no_grad():
             want = ref(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask),
                        token_type_ids=torch.from_numpy(types)).last_hidden_state.numpy()
@@ -167,6 +183,52 @@ def test_last_hidden_state_matches_transformers(row, texts, torch, transformers,
         worst = max(worst, err)
         assert err <= ATOL, f"{row['name']}: last_hidden_state max |diff| {err:.3g} > {ATOL} on batch {idx[:4]}..."
     print(f"\n{row['name']}: last_hidden_state max |bert8 - transformers| = {worst:.3g} ({len(texts)} texts)")
+
+
+@pytest.mark.parametrize("row", CLASSIFIERS, ids=[r["name"] for r in CLASSIFIERS])
+def test_logits_match_transformers(row, texts, torch, transformers, hf_tokenizers):
+    """Sequence classifiers: logits from bert8.Model.forward (padded batches) and from
+    bert8.Pipeline.scores (its own tokenization, packed batches) against
+    AutoModelForSequenceClassification, and the labels from config.json's id2label."""
+    folder = _folder(row["name"])
+    n = _max_length(folder)
+    tok = hf_tokenizers(folder)
+    ref, loading = transformers.AutoModelForSequenceClassification.from_pretrained(
+        str(folder), dtype=torch.float32, output_loading_info=True)
+    ref.eval()
+    assert not loading["missing_keys"] and not loading["unexpected_keys"], \
+        f"{row['name']}: transformers loading: {loading}"
+    model = bert8.Model(folder)
+    labels = [ref.config.id2label[i] for i in range(ref.config.num_labels)]
+    assert list(model.info["labels"]) == labels
+    enc = tok(texts, truncation=True, max_length=n)
+    want = np.zeros((len(texts), len(labels)), dtype=np.float32)
+    worst = 0.0
+    for idx, ids, mask, types in _padded(enc, tok.pad_token_id):
+        with torch.no_grad():
+            w = ref(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask),
+                    token_type_ids=torch.from_numpy(types)).logits.numpy()
+        got = model.forward(ids, mask, types)["logits"]
+        assert got.shape == w.shape and got.dtype == np.float32
+        err = float(np.max(np.abs(got - w)))
+        worst = max(worst, err)
+        assert err <= ATOL, f"{row['name']}: logits max |diff| {err:.3g} > {ATOL} on batch {idx[:4]}..."
+        want[idx] = w
+    # the pipeline: bert8's tokenizer, truncation at model_max_length by default, packed batches
+    pipe = bert8.Pipeline(folder)
+    got = pipe.scores(texts, function_to_apply="none")
+    assert got.shape == want.shape and got.dtype == np.float32
+    err_pipe = np.max(np.abs(got - want), axis=1)
+    bad = int(np.argmax(err_pipe))
+    assert err_pipe[bad] <= ATOL, f"{row['name']}: Pipeline.scores max |diff| {err_pipe[bad]:.3g} on {texts[bad][:80]!r}"
+    # the top label, wherever transformers' top two logits are further apart than the tolerance
+    top = [r["label"] for r in pipe.classify(texts)]
+    two = np.sort(want, axis=1)[:, -2:]
+    clear = [i for i in range(len(texts)) if two[i, 1] - two[i, 0] > 2 * ATOL]
+    assert len(clear) > len(texts) // 2
+    assert [top[i] for i in clear] == [labels[int(np.argmax(want[i]))] for i in clear]
+    print(f"\n{row['name']}: logits max |bert8 - transformers| = {worst:.3g} (Model.forward), "
+          f"{err_pipe[bad]:.3g} (Pipeline.scores) ({len(texts)} texts)")
 
 
 @pytest.mark.parametrize("row", ENCODERS, ids=[r["name"] for r in ENCODERS])
@@ -203,6 +265,9 @@ def test_manifest_is_well_formed():
         pkgs, shas = r["package"].split("+"), r["wheel_sha256"].split(",")
         assert len(pkgs) == len(shas), r["name"]
         assert all("==" in p for p in pkgs), r["name"]
+        assert all(":" not in p or p.startswith("sdist:") for p in pkgs), r["name"]
+        if r["inner"].startswith("tf-h5:"):
+            assert len(pkgs) == 1 and "!" in r["inner"] and "h5=" in r["inner"], r["name"]
         for s in shas + [r["weights_sha256"]]:
             assert len(s) == 64 and all(c in "0123456789abcdef" for c in s), (r["name"], s)
         assert r["status"] == "supported" or r["status"].startswith(("supported: ", "unsupported: ")), r["name"]
