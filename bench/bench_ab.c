@@ -4,11 +4,12 @@
  * alternated calls holds within a few percent. A program, not a test.
  *
  *   bench_ab LIB_A LIB_B MODEL_DIR [--batch B] [--seq S] [--threads T] [--iters N]
- *            [--lengths FILE] [--profile] [--env-a NAME=VALUE] [--env-b NAME=VALUE]
+ *            [--lengths FILE] [--profile] [--env-a NAME=VALUE] [--env-b NAME=VALUE] [--model-b DIR]
  *
  * LIB_A and LIB_B may be the same file (it is then opened twice, through a private copy), with
  * --env-a/--env-b setting an environment variable while that side loads its model: the library's
  * own switches (BERT8_QGEMM_KERNEL, BERT8_HUGE_PAGES, BERT8_MAX_ISA) then differ between the two.
+ * --model-b DIR has side B load another folder (two quantizations of one model, say) instead.
  *
  * Each library is opened with dlopen (RTLD_LOCAL: its own copy of every symbol) and loads
  * MODEL_DIR itself (an FP32 or INT8 folder). The batch is B random token ids of length S,
@@ -99,13 +100,13 @@ static double median(const double *v, int n) {
 int main(int argc, char **argv) {
     if (argc < 4) {
         fprintf(stderr, "usage: %s LIB_A LIB_B MODEL_DIR [--batch B] [--seq S] [--threads T] "
-                        "[--iters N] [--lengths FILE] [--profile]\n",
+                        "[--iters N] [--lengths FILE] [--profile] [--env-a N=V] [--env-b N=V] [--model-b DIR]\n",
                 argv[0]);
         return 2;
     }
     int64_t B = 8, S = 128;
     int threads = 2, iters = 20, profile = 0;
-    const char *lengths = NULL, *env[2] = {NULL, NULL};
+    const char *lengths = NULL, *env[2] = {NULL, NULL}, *dirs[2] = {argv[3], argv[3]};
     for (int i = 4; i < argc; i++) {
         if (!strcmp(argv[i], "--profile")) profile = 1;
         else if (i + 1 >= argc) {
@@ -118,6 +119,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--lengths")) lengths = argv[++i];
         else if (!strcmp(argv[i], "--env-a")) env[0] = argv[++i];
         else if (!strcmp(argv[i], "--env-b")) env[1] = argv[++i];
+        else if (!strcmp(argv[i], "--model-b")) dirs[1] = argv[++i];
         else {
             fprintf(stderr, "bench_ab: unknown argument %s\n", argv[i]);
             return 2;
@@ -155,7 +157,7 @@ int main(int argc, char **argv) {
             }
         }
         bert8_load_params lp = L[k].defaults();
-        bert8_status lst = L[k].load(argv[3], &lp, &L[k].model, err, sizeof err);
+        bert8_status lst = L[k].load(dirs[k], &lp, &L[k].model, err, sizeof err);
         if (name[0]) unsetenv(name);
         if (copy[0] && k == 1) unlink(copy);
         if (lst != BERT8_OK) {

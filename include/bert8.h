@@ -238,8 +238,10 @@ const char *bert8_unit_mode_name(bert8_unit_mode mode);
 
 typedef struct bert8_quant_params {
     bert8_scheme scheme;
-    float alpha;            /* SmoothQuant migration strength in [0, 1]; < 0 searches a
-                               per-layer alpha on a grid (0.3 .. 0.9) */
+    float alpha;            /* SmoothQuant migration strength in [0, 1]; < 0 (the default)
+                               searches an alpha per Linear group of each layer on a grid
+                               (0.3 .. 0.9), keeping the smallest output error on sampled
+                               calibration rows */
     int smooth;             /* 0 disables smoothing (naive W8A8, for comparison) */
     int64_t max_samples;    /* calibration sequences used at most */
     const char *keep_fp32;  /* comma-separated glob patterns of tensor names kept FP32 */
@@ -261,6 +263,12 @@ typedef struct bert8_quant_params {
                                INT8 products run on vpmaddubsw, exact only for such weights
                                (about 1.3x the GEMM rate of 8-bit weights on AVX2). Results
                                are the same on every CPU for a given model. */
+    int ffn_out_per_token;  /* the static scheme's FFN-out input (the GELU output: one-sided,
+                               with token outliers): 1 quantizes it per token at run time, as
+                               the dynamic scheme does (the default; -1 means 1); 0 per tensor
+                               with a calibrated scale and zero point (a few % faster, further
+                               from FP32 on real models: docs/int8.md). The dynamic scheme
+                               quantizes it per token in any case; unit_modes, when given, wins. */
 } bert8_quant_params;
 
 bert8_quant_params bert8_default_quant_params(void);

@@ -398,7 +398,8 @@ TEST(quantize_with_unit_modes_builds_that_mix) {
         CHECK(memcmp(got, modes, sizeof got) == 0);
         bert8_unit_info ui;
         CHECK(bert8_model_unit(q, NU, &ui) == BERT8_ERR_INVALID_ARG && bert8_model_unit(q, -1, &ui) == BERT8_ERR_INVALID_ARG);
-        CHECK(bert8_model_unit(q, 0, &ui) == BERT8_OK && ui.alpha == 0.5f && !strcmp(ui.kind, "qkv"));
+        /* the default alpha is searched per group on the grid 0.3 .. 0.9 */
+        CHECK(bert8_model_unit(q, 0, &ui) == BERT8_OK && ui.alpha >= 0.3f && ui.alpha <= 0.9f && !strcmp(ui.kind, "qkv"));
         CHECK(bert8_model_unit(q, 1, &ui) == BERT8_OK && ui.alpha < 0 && !strcmp(ui.kind, "attention_output"));
         CHECK(bert8_model_unit(q, ATT0, &ui) == BERT8_OK && !strcmp(ui.kind, "attention") &&
               ui.mode == BERT8_UNIT_INT8_STATIC);
@@ -469,6 +470,92 @@ TEST(attention_units_join_the_search_with_int8_attention) {
     fixture_close(&x);
 }
 
+/* Logits of every calibration case of model a and model b are bitwise equal. */
+static void same_logits(const fixture *x, const bert8_model *qa, const bert8_model *qb, const char *what) {
+    bert8_session *a = NULL, *b = NULL;
+    CHECK(bert8_session_create(qa, &a) == BERT8_OK && bert8_session_create(qb, &b) == BERT8_OK);
+    for (int i = 0; a && b && i < x->cs.n; i++) {
+        bert8_outputs oa, ob;
+        CHECK(bert8_forward(a, &x->cs.b[i], &oa) == BERT8_OK);
+        const int64_t n = oa.logits.shape[0] * oa.logits.shape[1];
+        float *keep = malloc((size_t)n * sizeof *keep);
+        memcpy(keep, oa.logits.data, (size_t)n * sizeof *keep);
+        CHECK(bert8_forward(b, &x->cs.b[i], &ob) == BERT8_OK);
+        CHECKF(memcmp(keep, ob.logits.data, (size_t)n * sizeof *keep) == 0, "%s: case %d: logits differ", what, i);
+        free(keep);
+    }
+    bert8_session_free(a);
+    bert8_session_free(b);
+}
+
+/* The defaults: every Linear static but FFN-out, whose input (the GELU output) is quantized per
+ * token; alpha searched per group. ffn_out_per_token = 0 keeps FFN-out static with a calibrated
+ * input zero point, which the folder stores (input_zero_point) and gives back bit for bit. */
+TEST(defaults_quantize_ffn_out_per_token_and_static_ffn_out_has_a_zero_point) {
+    fixture x;
+    if (!fixture_open(&x)) return;
+    const bert8_unit_mode S_ = BERT8_UNIT_INT8_STATIC, D_ = BERT8_UNIT_INT8_DYNAMIC;
+    char err[1024] = "", out[512];
+    bert8_quant_params qp = bert8_default_quant_params();
+    CHECK(qp.alpha < 0 && qp.scheme == BERT8_SCHEME_STATIC && qp.ffn_out_per_token == -1);
+    bert8_model *q = NULL, *z = NULL, *r = NULL;
+    CHECKF(bert8_quantize(x.f, x.cs.b, (size_t)x.cs.n, &qp, &q, err, sizeof err) == BERT8_OK, "%s", err);
+    if (q) {
+        bert8_unit_mode got[NU], want[NU] = {S_, S_, S_, D_, S_, S_, S_, S_, D_, S_};
+        unit_modes_of(q, got);
+        CHECK(memcmp(got, want, sizeof got) == 0);
+    }
+    qp.ffn_out_per_token = 0;
+    CHECKF(bert8_quantize(x.f, x.cs.b, (size_t)x.cs.n, &qp, &z, err, sizeof err) == BERT8_OK, "%s", err);
+    snprintf(out, sizeof out, "%s/ffn-out-zero-point", tu_tmpdir());
+    CHECKF(z && bert8_model_save(z, out, err, sizeof err) == BERT8_OK, "%s", err);
+    CHECKF(bert8_model_load(out, NULL, &r, err, sizeof err) == BERT8_OK, "%s", err);
+    if (z && r) {
+        bert8_unit_mode got[NU];
+        unit_modes_of(r, got);
+        for (int64_t u = 0; u < NU; u++) CHECK(got[u] == S_);
+        char path[600];
+        snprintf(path, sizeof path, "%s/model.safetensors", out);
+        size_t len = 0;
+        char *bytes = tu_read_file(path, &len);
+        /* the GELU output is one-sided: its range gets a zero point, the others none */
+        int zeros = 0;
+        for (size_t i = 0; bytes && i + 16 < len && i < 65536; i++) zeros += !memcmp(bytes + i, "input_zero_point", 16);
+        CHECKF(zeros == 2, "%d input_zero_point tensors, want one per FFN-out", zeros);
+        free(bytes);
+        snprintf(path, sizeof path, "%s/quantization_config.json", out);
+        char *text = tu_read_file(path, NULL);
+        CHECK(text && strstr(text, "\"version\":\t4") != NULL);
+        free(text);
+        same_logits(&x, z, r, "zero point saved and loaded");
+    }
+    qp.ffn_out_per_token = 3;
+    bert8_model *bad = NULL;
+    CHECK(bert8_quantize(x.f, x.cs.b, (size_t)x.cs.n, &qp, &bad, err, sizeof err) == BERT8_ERR_INVALID_ARG &&
+          strstr(err, "ffn_out_per_token"));
+    bert8_model_free(r);
+    bert8_model_free(z);
+    bert8_model_free(q);
+    fixture_close(&x);
+}
+
+/* A keep_fp32 pattern that names no weight is an error, not a silent no-op. */
+TEST(keep_fp32_pattern_matching_nothing_is_refused) {
+    fixture x;
+    if (!fixture_open(&x)) return;
+    char err[1024] = "";
+    bert8_quant_params qp = bert8_default_quant_params();
+    bert8_model *q = NULL;
+    qp.keep_fp32 = "*output.dense*,intermediate.dense";
+    CHECK(bert8_quantize(x.f, x.cs.b, (size_t)x.cs.n, &qp, &q, err, sizeof err) == BERT8_ERR_INVALID_ARG);
+    CHECKF(strstr(err, "\"intermediate.dense\" matches no weight") != NULL, "%s", err);
+    CHECK(q == NULL);
+    qp.keep_fp32 = "*intermediate.dense*,classifier*"; /* the head is FP32 anyway: still a match */
+    CHECKF(bert8_quantize(x.f, x.cs.b, (size_t)x.cs.n, &qp, &q, err, sizeof err) == BERT8_OK, "%s", err);
+    bert8_model_free(q);
+    fixture_close(&x);
+}
+
 int main(void) {
     RUN(metric_ranking_follows_the_hand_worked_path);
     RUN(both_rankings_keep_the_result_with_fewest_units_off_int8);
@@ -478,5 +565,7 @@ int main(void) {
     RUN(budgeted_model_roundtrips_through_its_config);
     RUN(quantize_with_unit_modes_builds_that_mix);
     RUN(attention_units_join_the_search_with_int8_attention);
+    RUN(defaults_quantize_ffn_out_per_token_and_static_ffn_out_has_a_zero_point);
+    RUN(keep_fp32_pattern_matching_nothing_is_refused);
     return tu_finish();
 }

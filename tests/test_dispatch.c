@@ -69,8 +69,8 @@ TEST(chosen_row_kernels_match_their_scalar_twins_bit_for_bit) {
     CHECK(!memcmp(y0, y1, (size_t)(rows * n) * sizeof(float)));
     int8_t q0[7 * 77], q1[7 * 77];
     float s0[7], s1[7];
-    b8_quantize_static(x, n, rows, n, g, 0.5f, q0, n);
-    ((b8_quantize_static_fn)scalar_of(op("quantize_static"))->fn)(x, n, rows, n, g, 0.5f, q1, n);
+    b8_quantize_static(x, n, rows, n, g, 0.5f, -3.0f, q0, n);
+    ((b8_quantize_static_fn)scalar_of(op("quantize_static"))->fn)(x, n, rows, n, g, 0.5f, -3.0f, q1, n);
     CHECK(!memcmp(q0, q1, sizeof q0));
     b8_quantize_dynamic(x, n, rows, n, g, q0, n, s0);
     ((b8_quantize_dynamic_fn)scalar_of(op("quantize_dynamic"))->fn)(x, n, rows, n, g, q1, n, s1);

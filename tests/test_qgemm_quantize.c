@@ -86,8 +86,8 @@ static void free_data(data *d) {
 static void run(const twins *t, const data *d, int which, int8_t *q, float *aux) {
     int64_t ldq = d->n + 3;
     switch (which) {
-    case 0: t->st(d->x, d->ld, d->rows, d->n, d->mul, 0.37f, q, ldq); break;
-    case 1: t->st(d->x, d->ld, d->rows, d->n, NULL, 2.5f, q, ldq); break;
+    case 0: t->st(d->x, d->ld, d->rows, d->n, d->mul, 0.37f, 0.0f, q, ldq); break;
+    case 1: t->st(d->x, d->ld, d->rows, d->n, NULL, 2.5f, -101.0f, q, ldq); break; /* with a zero point */
     case 2: t->dy(d->x, d->ld, d->rows, d->n, d->mul, q, ldq, aux); break;
     default: {
         b8_ln_quant p = {d->qg, d->qb, d->g, d->b, which == 3 ? aux : NULL, d->n + 1, 1e-12f};
@@ -102,8 +102,8 @@ static const twins PUBLIC = {"dispatch", B8_ISA_SCALAR, NULL, NULL, NULL};
 
 /* The dispatching entry points wrapped in the twin signature. */
 static void pub_static(const float *x, int64_t ldx, int64_t rows, int64_t n, const float *mul,
-                       float inv, int8_t *q, int64_t ldq) {
-    b8_quantize_static(x, ldx, rows, n, mul, inv, q, ldq);
+                       float inv, float zero, int8_t *q, int64_t ldq) {
+    b8_quantize_static(x, ldx, rows, n, mul, inv, zero, q, ldq);
 }
 static void pub_dynamic(const float *x, int64_t ldx, int64_t rows, int64_t n, const float *mul,
                         int8_t *q, int64_t ldq, float *s) {
@@ -210,12 +210,12 @@ TEST(scalar_quantizers_match_double_reference) {
 TEST(nan_and_infinity_saturate_without_undefined_behaviour) {
     float x[4] = {NAN, INFINITY, -INFINITY, 126.5f}, one[4] = {1, 1, 1, 1};
     int8_t q[4];
-    b8_quantize_static__scalar(x, 4, 1, 4, one, 1.0f, q, 4);
+    b8_quantize_static__scalar(x, 4, 1, 4, one, 1.0f, 0.0f, q, 4);
     CHECK(q[0] == -127 && q[1] == 127 && q[2] == -127 && q[3] == 126);
     for (size_t i = 0; i < LEN(SIMD); i++) {
         if (!b8_cpu_allows(SIMD[i].isa)) continue;
         int8_t qs[4];
-        SIMD[i].st(x, 4, 1, 4, one, 1.0f, qs, 4);
+        SIMD[i].st(x, 4, 1, 4, one, 1.0f, 0.0f, qs, 4);
         CHECK(memcmp(q, qs, 4) == 0);
     }
 }

@@ -204,6 +204,16 @@ bool parse_weight_bits(const char *cmd, const char *v, int *bits) {
     return true;
 }
 
+bool parse_ffn_out(const char *cmd, const char *v, int *per_token) {
+    if (!v) return true;
+    if (strcmp(v, "dynamic") && strcmp(v, "static")) {
+        cli_error(cmd, "--ffn-out must be dynamic (per token) or static (per tensor), not \"%s\"", v);
+        return false;
+    }
+    *per_token = !strcmp(v, "dynamic");
+    return true;
+}
+
 bool parse_embeddings(const char *cmd, const char *v, int *int8) {
     *int8 = v && !strcmp(v, "int8");
     if (v && strcmp(v, "int8") && strcmp(v, "fp32")) {
@@ -940,6 +950,56 @@ static void budget_run_free(budget_run *b) {
     bert8_budget_report_free(&b->rep);
 }
 
+/* --unit-modes KIND=MODE[,KIND=MODE...]: KIND a unit kind (qkv, attention_output, ffn_in, ffn_out,
+ * attention), MODE fp32, static or dynamic (attention: fp32 or static); every layer's unit of that
+ * kind runs so, the others as --scheme and --attention say. Fills modes (unit count entries). */
+static bool parse_unit_modes(const char *cmd, const char *spec, const bert8_model *m, const bert8_quant_params *p,
+                             bert8_unit_mode *modes) {
+    const int64_t U = bert8_model_unit_count(m);
+    const bert8_unit_mode lin = p->scheme == BERT8_SCHEME_STATIC ? BERT8_UNIT_INT8_STATIC : BERT8_UNIT_INT8_DYNAMIC;
+    for (int64_t u = 0; u < U; u++) {
+        bert8_unit_info ui;
+        if (bert8_model_unit(m, u, &ui)) return false;
+        modes[u] = !strcmp(ui.kind, "attention") ? (p->int8_attention ? BERT8_UNIT_INT8_STATIC : BERT8_UNIT_FP32) : lin;
+    }
+    const char *s = spec;
+    while (*s) {
+        const char *c = strchr(s, ','), *end = c ? c : s + strlen(s), *eq = memchr(s, '=', (size_t)(end - s));
+        char kind[32], mode[32];
+        if (!eq || eq - s <= 0 || (size_t)(eq - s) >= sizeof kind || (size_t)(end - eq - 1) >= sizeof mode) {
+            cli_error(cmd, "--unit-modes: \"%.*s\" is not KIND=MODE (e.g. ffn_out=dynamic)", (int)(end - s), s);
+            return false;
+        }
+        memcpy(kind, s, (size_t)(eq - s));
+        kind[eq - s] = 0;
+        memcpy(mode, eq + 1, (size_t)(end - eq - 1));
+        mode[end - eq - 1] = 0;
+        bert8_unit_mode md;
+        if (!strcmp(mode, "fp32")) md = BERT8_UNIT_FP32;
+        else if (!strcmp(mode, "static")) md = BERT8_UNIT_INT8_STATIC;
+        else if (!strcmp(mode, "dynamic")) md = BERT8_UNIT_INT8_DYNAMIC;
+        else {
+            cli_error(cmd, "--unit-modes: mode \"%s\" must be fp32, static or dynamic", mode);
+            return false;
+        }
+        bool found = false;
+        for (int64_t u = 0; u < U; u++) {
+            bert8_unit_info ui;
+            if (bert8_model_unit(m, u, &ui) || strcmp(ui.kind, kind)) continue;
+            modes[u] = md;
+            found = true;
+        }
+        if (!found) {
+            cli_error(cmd, "--unit-modes: unknown unit kind \"%s\" (qkv, attention_output, ffn_in, ffn_out, attention)",
+                      kind);
+            return false;
+        }
+        if (!c) break;
+        s = c + 1;
+    }
+    return true;
+}
+
 int cmd_quantize(int argc, char **argv) {
     const char *C = "quantize";
     cli_args a;
@@ -951,7 +1011,8 @@ int cmd_quantize(int argc, char **argv) {
     const char *keep = cli_opt(&a, "--keep-fp32"), *columns = cli_opt(&a, "--column");
     const char *maxlen_s = cli_opt(&a, "--max-length"), *th = cli_opt(&a, "--threads");
     const char *att = cli_opt(&a, "--attention"), *emb = cli_opt(&a, "--embeddings");
-    const char *wbits = cli_opt(&a, "--weight-bits");
+    const char *wbits = cli_opt(&a, "--weight-bits"), *umodes = cli_opt(&a, "--unit-modes");
+    const char *ffn_out = cli_opt(&a, "--ffn-out");
     /* --max-drop and its evaluation */
     const char *drop_s = cli_opt(&a, "--max-drop"), *task_s = cli_opt(&a, "--eval-task");
     const char *edata = cli_opt(&a, "--eval-data"), *esplit = cli_opt(&a, "--eval-split");
@@ -976,8 +1037,9 @@ int cmd_quantize(int argc, char **argv) {
     p.keep_fp32 = keep;
     p.progress = !quiet;
     if (!parse_attention(C, att, &p.int8_attention) || !parse_embeddings(C, emb, &p.int8_embeddings) ||
-        !parse_weight_bits(C, wbits, &p.weight_bits))
+        !parse_weight_bits(C, wbits, &p.weight_bits) || !parse_ffn_out(C, ffn_out, &p.ffn_out_per_token))
         return 1;
+    if (umodes && (drop_s || ffn_out)) return cli_error(C, "--unit-modes takes neither --max-drop nor --ffn-out");
     budget_run br = {.dir = dir, .outdir = outdir, .qp = p};
     budget_opts *bo = &br.bo;
     *bo = (budget_opts){.tune_fraction = 0.5, .bench_seconds = 10, .task = task_s, .data = edata, .split = esplit,
@@ -1032,7 +1094,22 @@ int cmd_quantize(int argc, char **argv) {
         budget_run_free(&br);
         goto out;
     }
+    bert8_unit_mode *modes = NULL;
+    if (umodes) {
+        modes = calloc((size_t)bert8_model_unit_count(m), sizeof *modes);
+        if (!modes) {
+            cli_error(C, "out of memory");
+            goto out;
+        }
+        if (!parse_unit_modes(C, umodes, m, &p, modes)) {
+            free(modes);
+            goto out;
+        }
+        p.unit_modes = modes;
+    }
     bert8_status st = bert8_quantize(m, batches, (size_t)nb, &p, &q, err, sizeof err);
+    free(modes);
+    p.unit_modes = NULL;
     if (st) {
         cli_error(C, "%s (%s)", err, bert8_status_string(st));
         goto out;
@@ -1042,8 +1119,10 @@ int cmd_quantize(int argc, char **argv) {
         goto out;
     }
     if (!quiet)
-        fprintf(stderr, "wrote %s: INT8 %s, alpha %s, %s attention, %lld calibration sequences\n", outdir,
-                p.scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic", !p.smooth ? "none (no smoothing)" : alpha_s ? alpha_s : "0.5",
+        fprintf(stderr, "wrote %s: INT8 %s%s, alpha %s, %s attention, %lld calibration sequences\n", outdir,
+                umodes ? "per --unit-modes" : p.scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic",
+                !umodes && p.scheme == BERT8_SCHEME_STATIC && p.ffn_out_per_token != 0 ? " (FFN-out input per token)" : "",
+                !p.smooth ? "none (no smoothing)" : alpha_s ? alpha_s : "auto (searched per group)",
                 p.int8_attention ? "INT8" : "FP32", (long long)(t.n < samples ? t.n : samples));
     rc = 0;
 out:

@@ -328,7 +328,8 @@ static bert8_status prepare_forms(search *S, const b8_calib *cs, bert8_budget_un
             for (int r = 0; r < S->rungs && !st; r++) {
                 const bert8_unit_mode mode = S->ladder[r];
                 if (mode == BERT8_UNIT_FP32) continue;
-                st = b8_quantize_group(w, b, n, k, ss, S->qp, b8_qmode_of_unit_mode(mode), &S->forms[u][mode].q, S->e);
+                st = b8_quantize_group(w, b, n, k, ss, S->qp, b8_qmode_of_unit_mode(mode), b8_group_zero_ok(d->group),
+                                       &S->forms[u][mode].q, S->e);
             }
             if (!st) st = b8_group_output_error(w, n, k, ss, S->forms[u][S->ladder[0]].q, &units[u].output_error, S->e);
             if (owned) {

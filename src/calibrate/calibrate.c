@@ -20,8 +20,10 @@ bert8_status b8_calib_init(b8_calib *c, const bert8_model *m, bool samples, bool
             b8_site_stats *ss = b8_calib_site(c, l, b8_group_table[g].site);
             ss->k = k;
             ss->amax = calloc((size_t)k, sizeof(float));
+            ss->cmin = calloc((size_t)k, sizeof(float));
+            ss->cmax = calloc((size_t)k, sizeof(float));
             if (samples) ss->sample = malloc((size_t)(B8_CALIB_SAMPLE_ROWS * k) * sizeof(float));
-            if (!ss->amax || (samples && !ss->sample)) {
+            if (!ss->amax || !ss->cmin || !ss->cmax || (samples && !ss->sample)) {
                 b8_calib_free(c);
                 return b8_fail(e, BERT8_ERR_NOMEM, "out of memory for calibration statistics");
             }
@@ -44,6 +46,8 @@ void b8_calib_free(b8_calib *c) {
     if (c->sites)
         for (int64_t i = 0; i < c->layers * B8_SITE_COUNT; i++) {
             free(c->sites[i].amax);
+            free(c->sites[i].cmin);
+            free(c->sites[i].cmax);
             free(c->sites[i].sample);
         }
     free(c->sites);
@@ -61,6 +65,10 @@ static void observe(void *ctx, int64_t layer, b8_site site, const float *x, int6
         for (int64_t j = 0; j < cols; j++) {
             float a = fabsf(xr[j]);
             if (a > s->amax[j]) s->amax[j] = a;
+        }
+        for (int64_t j = 0; s->cmin && j < cols; j++) {
+            if (xr[j] < s->cmin[j]) s->cmin[j] = xr[j];
+            if (xr[j] > s->cmax[j]) s->cmax[j] = xr[j];
         }
         if (!s->sample) continue;
         /* reservoir sampling keeps a uniform sample of every row seen */

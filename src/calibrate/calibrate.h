@@ -1,6 +1,6 @@
 /* calibrate.h: activation statistics for quantization: the FP32 model is run over calibration
  * batches with an observer at every calibration site (io/names.h) that records the per-channel
- * max |x| and, when asked, a uniform sample of rows (reservoir sampling) for the alpha search.
+ * max |x|, minimum and maximum and, when asked, a uniform sample of rows (reservoir sampling) for the alpha search.
  * Above the forward pass: it drives sessions of a loaded model. */
 #ifndef BERT8_CALIBRATE_H
 #define BERT8_CALIBRATE_H
@@ -12,6 +12,7 @@
 typedef struct b8_site_stats {
     int64_t k;       /* channels (0: site not observed) */
     float *amax;     /* [k] */
+    float *cmin, *cmax; /* [k] per-channel minimum and maximum (Linear inputs; NULL elsewhere) */
     float *sample;   /* [B8_CALIB_SAMPLE_ROWS][k] reservoir of rows, or NULL */
     int64_t seen, kept;
 } b8_site_stats;
@@ -49,9 +50,12 @@ bert8_status b8_quant_check(const bert8_model *fp32, const bert8_quant_params *p
 
 /* Quantizes one Linear group (FP32 W [n][k], bias [n]) in the given INT8 mode from the
  * statistics of its input site, with p's alpha (searched on the sampled rows when p->alpha < 0
- * with smoothing on). */
+ * with smoothing on). zero_point: a static input gets the calibrated asymmetric range
+ * (b8_qlinear_set_range) instead of the symmetric one. */
 bert8_status b8_quantize_group(const float *w, const float *b, int64_t n, int64_t k, const b8_site_stats *ss,
-                               const bert8_quant_params *p, b8_qmode mode, b8_qlinear **out, b8_err *e);
+                               const bert8_quant_params *p, b8_qmode mode, bool zero_point, b8_qlinear **out,
+                               b8_err *e);
+
 
 /* The relative output error ||Y_q - Y||^2 / ||Y||^2 of INT8 Linear q against FP32 W on the
  * site's sampled rows (bias left out of both). Needs samples (b8_calib_init with samples). */
@@ -67,6 +71,7 @@ bool b8_quant_attention(const bert8_quant_params *p, int64_t layers);
 /* A layer's INT8 attention scales from its calibration maxima: Q and K per tensor (sc[0], sc[1]),
  * V per channel into sv_ch [H] (sc[2]: V's per-tensor scale). */
 void b8_qattn_scales(const b8_calib *c, int64_t l, float sc[3], float *sv_ch);
+
 
 /* Whether the keep_fp32 glob patterns name a checkpoint weight of group g of layer l. */
 bool b8_group_kept(const bert8_model *m, int64_t l, b8_group g, const char *patterns);

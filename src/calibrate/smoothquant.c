@@ -13,9 +13,9 @@
 static const float ALPHA_GRID[] = {0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f, 0.9f};
 
 bert8_quant_params bert8_default_quant_params(void) {
-    bert8_quant_params p = {.scheme = BERT8_SCHEME_STATIC, .alpha = 0.5f, .smooth = 1, .max_samples = 512,
+    bert8_quant_params p = {.scheme = BERT8_SCHEME_STATIC, .alpha = -1.0f, .smooth = 1, .max_samples = 512,
                             .keep_fp32 = NULL, .progress = 0, .int8_attention = -1, .int8_embeddings = 0,
-                            .unit_modes = NULL, .weight_bits = 8};
+                            .unit_modes = NULL, .weight_bits = 8, .ffn_out_per_token = -1};
     return p;
 }
 
@@ -36,13 +36,14 @@ static bert8_status candidate_error(int64_t n, int64_t k, const b8_site_stats *s
         for (int64_t j = 0; j < k; j++) wd[i * k + j] = q->wq[i * k + j] * q->w_scale[i];
     for (int64_t r = 0; r < S; r++) {
         const float *xr = ss->sample + r * k;
-        float a = q->a_scale;
+        float a = q->a_scale, z = q->a_zero;
         if (q->mode == B8_QMODE_DYNAMIC) {
             float m = 0;
             for (int64_t j = 0; j < k; j++) m = fmaxf(m, fabsf(xr[j] / q->smooth[j]));
             a = m > 0 ? m / 127.0f : 1.0f;
+            z = 0.0f;
         }
-        for (int64_t j = 0; j < k; j++) xd[r * k + j] = b8_q8(xr[j] / q->smooth[j] / a) * a;
+        for (int64_t j = 0; j < k; j++) xd[r * k + j] = ((float)b8_q8(xr[j] / q->smooth[j] / a + z) - z) * a;
     }
     if ((st = b8_sgemm_w_pack(wd, NULL, n, k, B8_ACT_NONE, false, &pw, e)) ||
         (st = b8_sgemm(pw, xd, k, S, y, n, e)))
@@ -86,15 +87,25 @@ done:
     return st;
 }
 
+/* b8_qlinear_from_fp32, then the asymmetric static range where asked for */
+static bert8_status make_group(const float *w, const float *b, int64_t n, int64_t k, const b8_site_stats *ss,
+                               float alpha, b8_qmode mode, int wb, bool zero_point, b8_qlinear **out, b8_err *e) {
+    bert8_status st = b8_qlinear_from_fp32(w, b, n, k, ss->amax, alpha, mode, wb, out, e);
+    if (st == BERT8_OK && zero_point && mode == B8_QMODE_STATIC && ss->cmin && ss->cmax)
+        b8_qlinear_set_range(*out, ss->cmin, ss->cmax);
+    return st;
+}
+
 bert8_status b8_quantize_group(const float *w, const float *b, int64_t n, int64_t k, const b8_site_stats *ss,
-                               const bert8_quant_params *p, b8_qmode mode, b8_qlinear **out, b8_err *e) {
+                               const bert8_quant_params *p, b8_qmode mode, bool zero_point, b8_qlinear **out,
+                               b8_err *e) {
     *out = NULL;
     /* smoothing off (s = 1) keeps the calibrated ranges: naive W8A8 still needs its static
      * activation scale. Without samples, auto falls back to 0.5. */
     const int wb = p->weight_bits; /* 7 or 8: b8_quant_resolve and b8_quant_check ran */
-    if (!p->smooth) return b8_qlinear_from_fp32(w, b, n, k, ss->amax, -1.0f, mode, wb, out, e);
+    if (!p->smooth) return make_group(w, b, n, k, ss, -1.0f, mode, wb, zero_point, out, e);
     if (p->alpha >= 0 || ss->kept == 0)
-        return b8_qlinear_from_fp32(w, b, n, k, ss->amax, p->alpha >= 0 ? p->alpha : 0.5f, mode, wb, out, e);
+        return make_group(w, b, n, k, ss, p->alpha >= 0 ? p->alpha : 0.5f, mode, wb, zero_point, out, e);
     const int64_t S = ss->kept;
     float *yref = b8_malloc_aligned((size_t)(S * n) * sizeof(float));
     b8_sgemm_w *pw = NULL;
@@ -108,7 +119,7 @@ bert8_status b8_quantize_group(const float *w, const float *b, int64_t n, int64_
     for (size_t i = 0; i < sizeof ALPHA_GRID / sizeof *ALPHA_GRID; i++) {
         b8_qlinear *q = NULL;
         double err = INFINITY;
-        if ((st = b8_qlinear_from_fp32(w, b, n, k, ss->amax, ALPHA_GRID[i], mode, wb, &q, e)) ||
+        if ((st = make_group(w, b, n, k, ss, ALPHA_GRID[i], mode, wb, zero_point, &q, e)) ||
             (st = candidate_error(n, k, ss, yref, q, &err, e))) {
             b8_qlinear_free(q);
             b8_qlinear_free(best);
@@ -160,6 +171,42 @@ bool b8_group_kept(const bert8_model *m, int64_t l, b8_group g, const char *patt
     return false;
 }
 
+/* Every keep_fp32 pattern must name at least one weight of the model: a pattern that
+ * matches nothing (no glob stars, a misspelling) would silently quantize everything. */
+static bert8_status check_keep_patterns(const bert8_model *m, const char *patterns, b8_err *e) {
+    if (!patterns || !*patterns) return BERT8_OK;
+    const char *p = patterns;
+    while (*p) {
+        const char *c = strchr(p, ',');
+        const size_t len = c ? (size_t)(c - p) : strlen(p);
+        char pat[256];
+        if (len >= sizeof pat) return b8_fail(e, BERT8_ERR_INVALID_ARG, "keep_fp32: a pattern is longer than 255 bytes");
+        memcpy(pat, p, len);
+        pat[len] = 0;
+        bool hit = false;
+        char example[300] = "";
+        for (int64_t l = 0; l < m->cfg.num_layers && !hit && len; l++)
+            for (int g = 0; g < B8_GROUP_COUNT && !hit; g++) {
+                hit = b8_group_kept(m, l, (b8_group)g, pat);
+                if (!example[0]) {
+                    b8_model_part_name(m, l, b8_group_table[g].parts[0], example, 256);
+                    strcat(example, ".weight");
+                }
+            }
+        /* a head's or an embedding's weight (FP32 anyway) is a match too */
+        for (size_t i = 0; !hit && len && m->st && i < b8_st_count(m->st); i++)
+            hit = keep_fp32(pat, b8_st_at(m->st, i)->name);
+        if (!hit)
+            return b8_fail(e, BERT8_ERR_INVALID_ARG,
+                           "keep_fp32 pattern \"%s\" matches no weight of the model (names look like \"%s\"; "
+                           "patterns are globs: \"*intermediate.dense*\")",
+                           pat, example);
+        if (!c) break;
+        p = c + 1;
+    }
+    return BERT8_OK;
+}
+
 static bert8_status put_err(bert8_status st, char *err, size_t err_len, const char *msg) {
     if (err && err_len) snprintf(err, err_len, "%s", msg);
     return st;
@@ -169,6 +216,7 @@ void b8_quant_resolve(const bert8_model *fp32, bert8_quant_params *p) {
     const int64_t d = fp32->cfg.num_heads > 0 ? fp32->cfg.hidden_size / fp32->cfg.num_heads : 0;
     if (p->int8_attention == -1) p->int8_attention = d > 0 && d % 4 == 0;
     if (p->weight_bits == 0) p->weight_bits = 8;
+    if (p->ffn_out_per_token == -1) p->ffn_out_per_token = 1;
 }
 
 bert8_status b8_quant_check(const bert8_model *fp32, const bert8_quant_params *p, b8_err *e) {
@@ -183,10 +231,15 @@ bert8_status b8_quant_check(const bert8_model *fp32, const bert8_quant_params *p
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "int8_embeddings must be 0 or 1");
     if (p->weight_bits != 7 && p->weight_bits != 8)
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "weight_bits must be 7 or 8, not %d", p->weight_bits);
+    if (p->ffn_out_per_token != 0 && p->ffn_out_per_token != 1)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "ffn_out_per_token must be -1 (the default: per token), 0 or 1, not %d",
+                       p->ffn_out_per_token);
     const int64_t d = fp32->cfg.hidden_size / fp32->cfg.num_heads;
     if (b8_quant_attention(p, fp32->cfg.num_layers) && d % 4)
         return b8_fail(e, BERT8_ERR_UNSUPPORTED, "INT8 attention needs a head size that is a multiple of 4, not %lld",
                        (long long)d);
+    bert8_status st = check_keep_patterns(fp32, p->keep_fp32, e);
+    if (st) return st;
     if (!p->unit_modes) return BERT8_OK;
     const int64_t U = bert8_model_unit_count(fp32);
     bool any_int8 = false;
@@ -270,6 +323,7 @@ bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, s
         for (int g = 0; g < B8_GROUP_COUNT; g++) {
             if (b8_group_kept(m, l, (b8_group)g, p.keep_fp32)) continue;
             b8_qmode mode = scheme_mode;
+            if (g == B8_GROUP_FFN_OUT && p.ffn_out_per_token) mode = B8_QMODE_DYNAMIC;
             if (p.unit_modes)
                 for (int i = 0; i < B8_UNITS_PER_LAYER; i++)
                     if (b8_unit_table[i].kind == B8_UNIT_LINEAR && b8_unit_table[i].group == (b8_group)g)
@@ -281,7 +335,7 @@ bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, s
             b8_group_dims((b8_group)g, m->cfg.hidden_size, m->cfg.intermediate_size, &n, &k);
             if ((st = b8_layer_group_fp32(m, l, (b8_group)g, &w, &b, &owned, &e))) goto done;
             const b8_site_stats *ss = b8_calib_site(&cs, l, b8_group_table[g].site);
-            st = b8_quantize_group(w, b, n, k, ss, &p, mode, &m->layers[l].q[g], &e);
+            st = b8_quantize_group(w, b, n, k, ss, &p, mode, b8_group_zero_ok((b8_group)g), &m->layers[l].q[g], &e);
             if (owned) {
                 b8_free_aligned((void *)w);
                 b8_free_aligned((void *)b);

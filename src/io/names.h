@@ -57,6 +57,11 @@ typedef struct b8_group_desc {
 
 extern const b8_group_desc b8_group_table[B8_GROUP_COUNT];
 
+/* Whether group g's static input may have a zero point: FFN-out, whose input (a GELU output,
+ * one-sided) FFN-in's epilogue requantizes and can shift. The LayerNorm-fed groups and
+ * attention-output (fed by the INT8 attention) stay symmetric. */
+static inline bool b8_group_zero_ok(b8_group g) { return g == B8_GROUP_FFN_OUT; }
+
 /* N and K of a group's product for hidden size H and intermediate size I. */
 void b8_group_dims(b8_group g, int64_t H, int64_t I, int64_t *n, int64_t *k);
 
@@ -71,6 +76,8 @@ void b8_part_name(bert8_arch arch, const char *prefix, int64_t layer, b8_part pa
 #define B8_QT_WEIGHT_SCALE "weight_scale"   /* F32 [n]: per output channel */
 #define B8_QT_SMOOTH "smooth_factor"        /* F32 [k]: SmoothQuant s, the input is divided by it */
 #define B8_QT_INPUT_SCALE "input_scale"     /* F32 [1]: static scheme, scale of the smoothed input */
+#define B8_QT_INPUT_ZERO "input_zero_point" /* F32 [1], optional: static, the input's zero point (an
+                                               integer in [-127, 127]; FFN-out only; version 4) */
 /* INT8 attention: "<query|key|value base>.output_scale", F32 [1], the per-tensor scale of the
  * int8 Q, K and V the QKV product emits. */
 #define B8_QT_OUTPUT_SCALE "output_scale"

@@ -197,7 +197,8 @@ bert8_status b8_qconfig_write(const char *path, const b8_qconfig *cfg, b8_err *e
                                 : "int8, symmetric, per output channel (weight_scale)");
     cJSON_AddNumberToObject(qc, "weight_bits", cfg->weight_bits == 7 ? 7 : 8);
     cJSON_AddStringToObject(qc, "activations",
-                            stat_ ? "int8, symmetric, per tensor (input_scale, calibrated)"
+                            stat_ ? "int8, per tensor (input_scale, calibrated), symmetric, or with a zero point "
+                                    "(input_zero_point) where the input is one-sided (FFN-out)"
                                   : "int8, symmetric, per token (computed at run time)");
     cJSON_AddNumberToObject(qc, "calibration_samples", (double)cfg->calib_samples);
     cJSON_AddStringToObject(qc, "keep_fp32", cfg->keep_fp32);

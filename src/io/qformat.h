@@ -24,7 +24,7 @@
 #include "io/names.h"
 
 #define B8_QFORMAT_METHOD "bert8-smoothquant"
-#define B8_QFORMAT_VERSION 3
+#define B8_QFORMAT_VERSION 4 /* 4: a static FFN-out input may have a zero point (input_zero_point) */
 
 typedef enum b8_qmode {
     B8_QMODE_FP32,    /* the group stays FP32 */

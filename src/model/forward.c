@@ -246,6 +246,7 @@ typedef struct gcall {
     int64_t ldc;
     int8_t *out_s8;
     const float *out_mul;
+    float out_zp; /* out_s8's zero point: the static FFN-out's input zero point */
     /* A row operation an INT8 product runs on its finished output rows (b8_qepilogue.rows_done),
      * or NULL: a residual group's LayerNorm (ln_rows), FFN-in's per-row quantization for a
      * dynamic FFN-out (hq_rows). */
@@ -268,22 +269,23 @@ static bert8_status run_group(bert8_session *s, const b8_layer *ly, int64_t M, c
     const int8_t *xq = c->xq;
     if (!xq) {
         if (dyn) b8_quantize_dynamic(c->x, q->k, M, q->k, q->in_mul, c->qbuf, q->k, c->rowscale);
-        else b8_quantize_static(c->x, q->k, M, q->k, q->in_mul, 1.0f, c->qbuf, q->k);
+        else b8_quantize_static(c->x, q->k, M, q->k, q->in_mul, 1.0f, q->a_zero, c->qbuf, q->k);
         xq = c->qbuf;
         prof_mark(s, BERT8_OP_QUANTIZE, t);
     }
-    b8_qepilogue ep = {dyn ? c->rowscale : &q->a_scale,
-                       dyn,
-                       q->bias,
-                       c->g == B8_GROUP_FFN_IN ? cfg->act : B8_ACT_NONE,
-                       residual ? c->out_f32 : NULL,
-                       residual ? c->ldc : 0,
-                       c->out_f32,
-                       c->ldc,
-                       c->out_s8,
-                       c->out_mul,
-                       c->rows,
-                       c->rows_ctx};
+    b8_qepilogue ep = {.a_scale = dyn ? c->rowscale : &q->a_scale,
+                       .a_scale_per_row = dyn,
+                       .bias = q->bias,
+                       .act = c->g == B8_GROUP_FFN_IN ? cfg->act : B8_ACT_NONE,
+                       .residual = residual ? c->out_f32 : NULL,
+                       .ld_res = residual ? c->ldc : 0,
+                       .out_f32 = c->out_f32,
+                       .ldc = c->ldc,
+                       .out_s8 = c->out_s8,
+                       .out_mul = c->out_mul,
+                       .out_zp = c->out_zp,
+                       .rows_done = c->rows,
+                       .rows_ctx = c->rows_ctx};
     return b8_qgemm(xq, q->k, M, q->packed, &ep, &s->gemm_ws, &s->err);
 }
 
@@ -389,7 +391,8 @@ static bert8_status attention_s8(bert8_session *s, const rows *r, const b8_layer
     }
     prof_mark(s, BERT8_OP_ATTENTION, t);
     ln_job ln = {s, ly->w[B8_PART_LN1], ly->b[B8_PART_LN1], ly->q[B8_GROUP_FFN_IN]};
-    gcall oc = {B8_GROUP_ATTN_OUT, ctx, fused ? ctxq : NULL, s->xq.p, s->rowscale.p, s->x.p, H, NULL, NULL, ln_rows, &ln};
+    gcall oc = {B8_GROUP_ATTN_OUT, ctx, fused ? ctxq : NULL, s->xq.p, s->rowscale.p, s->x.p, H, NULL, NULL, 0.0f,
+                ln_rows, &ln};
     if ((st = run_group(s, ly, M, &oc, t))) return st;
     prof_mark(s, BERT8_OP_ATTN_OUT, t);
     ln_after(s, ly, B8_GROUP_ATTN_OUT, M, &ln, t);
@@ -410,7 +413,7 @@ static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *l
     const b8_qattn *qa = ly->att;
     /* INT8 attention: the QKV product emits int8 Q, K, V */
     gcall qc = {B8_GROUP_QKV, x, ln_ready(s, qq), s->xq.p, s->rowscale.p, qa ? NULL : qkv, 3 * H,
-                qa ? s->qkvq.p : NULL, qa ? qa->out_mul : NULL, NULL, NULL};
+                qa ? s->qkvq.p : NULL, qa ? qa->out_mul : NULL, 0.0f, NULL, NULL};
     if ((st = run_group(s, ly, M, &qc, &t))) return st;
     prof_mark(s, BERT8_OP_QKV, &t);
     if (s->observe && !qa) {
@@ -445,7 +448,7 @@ static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *l
     /* x = LN(x + ctx Wo^T + bo): the residual is added in the GEMM's epilogue, the LayerNorm
      * runs on each unit's rows (INT8) or after the product (FP32) */
     ln_job ln = {s, ly->w[B8_PART_LN1], ly->b[B8_PART_LN1], ly->q[B8_GROUP_FFN_IN]};
-    gcall oc = {B8_GROUP_ATTN_OUT, ctx, NULL, s->xq.p, s->rowscale.p, x, H, NULL, NULL, ln_rows, &ln};
+    gcall oc = {B8_GROUP_ATTN_OUT, ctx, NULL, s->xq.p, s->rowscale.p, x, H, NULL, NULL, 0.0f, ln_rows, &ln};
     if ((st = run_group(s, ly, M, &oc, &t))) return st;
     prof_mark(s, BERT8_OP_ATTN_OUT, &t);
     ln_after(s, ly, B8_GROUP_ATTN_OUT, M, &ln, &t);
@@ -468,14 +471,15 @@ static bert8_status ffn(bert8_session *s, const rows *r, const b8_layer *ly, int
     const bool dyn_h = qi && qo && qo->mode == B8_QMODE_DYNAMIC && !s->observe;
     hq_job hj = {s, I, qo ? qo->in_mul : NULL};
     gcall ic = {B8_GROUP_FFN_IN, x, ln_ready(s, qi), s->xq.p, s->rowscale.p, fused_h ? NULL : h, I,
-                fused_h ? s->hq.p : NULL, fused_h ? qo->in_mul : NULL, dyn_h ? hq_rows : NULL, &hj};
+                fused_h ? s->hq.p : NULL, fused_h ? qo->in_mul : NULL, fused_h ? qo->a_zero : 0.0f,
+                dyn_h ? hq_rows : NULL, &hj};
     if ((st = run_group(s, ly, M, &ic, &t))) return st;
     prof_mark(s, BERT8_OP_FFN_IN, &t);
     if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_OUT_IN, h, M, I, I, r->mask);
     const b8_qlinear *next = layer + 1 < c->num_layers ? ly[1].q[B8_GROUP_QKV] : NULL;
     ln_job ln = {s, ly->w[B8_PART_LN2], ly->b[B8_PART_LN2], next};
-    gcall oc = {B8_GROUP_FFN_OUT, h, fused_h || dyn_h ? s->hq.p : NULL, s->hq.p, s->rowscale2.p, x, H, NULL, NULL, ln_rows,
-                &ln};
+    gcall oc = {B8_GROUP_FFN_OUT, h, fused_h || dyn_h ? s->hq.p : NULL, s->hq.p, s->rowscale2.p, x, H, NULL, NULL, 0.0f,
+                ln_rows, &ln};
     if ((st = run_group(s, ly, M, &oc, &t))) return st;
     prof_mark(s, BERT8_OP_FFN_OUT, &t);
     ln_after(s, ly, B8_GROUP_FFN_OUT, M, &ln, &t);

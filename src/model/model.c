@@ -150,7 +150,7 @@ static bert8_status get_scales(loader *L, const char *base, const char *suffix, 
 /* Loads one INT8 Linear stored under base (full name): I8 weight + bias + weight_scale +
  * smooth_factor [+ input_scale]. */
 static bert8_status load_qlinear(loader *L, const char *base, int64_t n, int64_t k, b8_qmode mode,
-                                 b8_qlinear **out) {
+                                 bool zero_ok, b8_qlinear **out) {
     bert8_model *m = L->m;
     char name[1024];
     *out = NULL;
@@ -175,6 +175,23 @@ static bert8_status load_qlinear(loader *L, const char *base, int64_t n, int64_t
         (st = get_scales(L, base, B8_QT_SMOOTH, k, q->smooth)))
         goto fail;
     if (mode == B8_QMODE_STATIC && (st = get_scales(L, base, B8_QT_INPUT_SCALE, 1, &q->a_scale))) goto fail;
+    snprintf(name, sizeof name, "%s.%s", base, B8_QT_INPUT_ZERO);
+    if (find_tensor(m, name, false)) {
+        const float *z = NULL;
+        int64_t s1[1] = {1};
+        if ((st = get_f32(L, name, false, 1, s1, &z))) goto fail;
+        if (mode != B8_QMODE_STATIC || !zero_ok) {
+            st = b8_fail(L->e, BERT8_ERR_FORMAT, "%s: tensor \"%s\": only a static FFN-out Linear takes an input zero point",
+                         m->dir, name);
+            goto fail;
+        }
+        if (!(z[0] >= -127.0f && z[0] <= 127.0f) || z[0] != rintf(z[0])) {
+            st = b8_fail(L->e, BERT8_ERR_FORMAT, "%s: tensor \"%s\" = %g is not an integer in [-127, 127]", m->dir,
+                         name, (double)z[0]);
+            goto fail;
+        }
+        q->a_zero = z[0];
+    }
     *out = q;
     return BERT8_OK;
 fail:
@@ -279,7 +296,7 @@ static bert8_status load_group(loader *L, int64_t l, b8_group g) {
                        "but \"%s.weight\" is I8", m->dir, d->key, (long long)l, names[0]);
     b8_qlinear *parts[3] = {NULL, NULL, NULL};
     st = BERT8_OK;
-    for (int i = 0; i < d->n_parts && !st; i++) st = load_qlinear(L, names[i], pn, k, mode, &parts[i]);
+    for (int i = 0; i < d->n_parts && !st; i++) st = load_qlinear(L, names[i], pn, k, mode, b8_group_zero_ok(g), &parts[i]);
     if (!st && d->n_parts == 1) {
         ly->q[g] = parts[0];
         parts[0] = NULL;

@@ -74,6 +74,10 @@ static void wl_qlinear(wlist *w, const char *base, const b8_qlinear *q, const in
         snprintf(name, sizeof name, "%s.%s", base, B8_QT_INPUT_SCALE);
         wl_add(w, name, B8_F32, 1, s1, &q->a_scale);
     }
+    if (q->a_zero != 0.0f) {
+        snprintf(name, sizeof name, "%s.%s", base, B8_QT_INPUT_ZERO);
+        wl_add(w, name, B8_F32, 1, s1, &q->a_zero);
+    }
 }
 
 /* Whether tensor name is "<base>.<suffix>" for one of the quantized bases. */

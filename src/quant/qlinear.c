@@ -89,6 +89,21 @@ static float static_scale(const float *amax, const float *s, int64_t k) {
     return m > 0 ? m / 127.0f : 1.0f;
 }
 
+void b8_qlinear_set_range(b8_qlinear *q, const float *cmin, const float *cmax) {
+    if (q->mode != B8_QMODE_STATIC) return;
+    float lo = 0.0f, hi = 0.0f;
+    for (int64_t j = 0; j < q->k; j++) {
+        lo = fminf(lo, cmin[j] / q->smooth[j]);
+        hi = fmaxf(hi, cmax[j] / q->smooth[j]);
+    }
+    if (!(hi - lo > 0.0f)) return; /* a dead input: the symmetric scale stays */
+    const float a = (hi - lo) / 254.0f;
+    /* lo maps to -127 (or above, rounding the zero point), hi to 127 (or below) */
+    const float z = fminf(fmaxf(rintf(-127.0f - lo / a), -127.0f), 127.0f);
+    q->a_scale = a;
+    q->a_zero = z;
+}
+
 bert8_status b8_qlinear_from_fp32(const float *w, const float *b, int64_t n, int64_t k, const float *amax,
                                   float alpha, b8_qmode mode, int weight_bits, b8_qlinear **out, b8_err *e) {
     *out = NULL;
@@ -124,7 +139,7 @@ bert8_status b8_qlinear_stack(b8_qlinear *const *parts, int count, const char *w
     int64_t n = 0;
     for (int i = 0; i < count; i++) {
         const b8_qlinear *p = parts[i];
-        if (p->k != p0->k || p->mode != p0->mode || p->a_scale != p0->a_scale ||
+        if (p->k != p0->k || p->mode != p0->mode || p->a_scale != p0->a_scale || p->a_zero != p0->a_zero ||
             memcmp(p->smooth, p0->smooth, (size_t)p0->k * sizeof(float)))
             return b8_fail(e, BERT8_ERR_FORMAT, "%s: the stacked Linears must share smooth_factor, input_scale and mode",
                            what);
@@ -134,6 +149,7 @@ bert8_status b8_qlinear_stack(b8_qlinear *const *parts, int count, const char *w
     if (!q) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
     q->mode = p0->mode;
     q->a_scale = p0->a_scale;
+    q->a_zero = p0->a_zero;
     q->alpha = p0->alpha;
     memcpy(q->smooth, p0->smooth, (size_t)p0->k * sizeof(float));
     int64_t r = 0;
@@ -153,6 +169,9 @@ bert8_status b8_qlinear_prepare(b8_qlinear *q, const float *ln_g, const float *l
     if (stat && !(q->a_scale > 0) )
         return b8_fail(e, BERT8_ERR_FORMAT, "static INT8 Linear %lld x %lld has no positive input scale",
                        (long long)q->n, (long long)q->k);
+    if (q->a_zero != 0.0f && (!stat || !(q->a_zero >= -127.0f && q->a_zero <= 127.0f) || q->a_zero != rintf(q->a_zero)))
+        return b8_fail(e, BERT8_ERR_FORMAT, "INT8 Linear %lld x %lld: input zero point %g is not an integer in [-127, 127]%s",
+                       (long long)q->n, (long long)q->k, (double)q->a_zero, stat ? "" : " of a static input");
     if (!q->in_mul && !(q->in_mul = b8_malloc_aligned((size_t)q->k * sizeof(float))))
         return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
     for (int64_t j = 0; j < q->k; j++) q->in_mul[j] = stat ? 1.0f / (q->smooth[j] * q->a_scale) : 1.0f / q->smooth[j];
@@ -168,6 +187,11 @@ bert8_status b8_qlinear_prepare(b8_qlinear *q, const float *ln_g, const float *l
     if (q->packed) return BERT8_OK;
     bert8_status st = b8_qweight_pack(q->wq, q->n, q->k, q->w_scale, NULL, &q->packed, e);
     if (st) return st;
+    if (q->a_zero != 0.0f && (st = b8_qweight_set_input_zero(q->packed, (int32_t)q->a_zero, e))) {
+        b8_qweight_free(q->packed);
+        q->packed = NULL;
+        return st;
+    }
     /* one copy of the weights: the packed layout gives them back (save, re-quantization) */
     int8_t *check = b8_malloc_aligned((size_t)(q->n * q->k));
     if (check && b8_qweight_unpack(q->packed, check, NULL) == BERT8_OK && !memcmp(check, q->wq, (size_t)(q->n * q->k))) {

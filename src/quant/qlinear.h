@@ -3,7 +3,7 @@
  * pass folds into its quantizers and LayerNorms, and packing into the GEMM kernel's layout.
  *
  *   y = (x / smooth) W'^T + b,  W' = W * smooth stored int8 per output channel (w_scale)
- *   static:  x / smooth ~ a_scale * q, one calibrated scale per tensor
+ *   static:  x / smooth ~ a_scale * (q - a_zero), one calibrated scale (and zero point) per tensor
  *   dynamic: one scale per token, computed at run time
  *
  * Below the model layer: it knows weights and statistics, not checkpoints or layers. */
@@ -22,6 +22,7 @@ typedef struct b8_qlinear {
     float *bias;      /* [n] */
     float *smooth;    /* [k]: the input is divided by it */
     float a_scale;    /* static: scale of the smoothed input; 0 dynamic */
+    float a_zero;     /* static: zero point of the int8 input (an integer in [-127, 127]); 0 symmetric */
     float alpha;      /* migration strength used (< 0: smoothing off) */
     /* derived by b8_qlinear_prepare */
     float *in_mul;    /* [k]: 1 / (smooth * a_scale) static, 1 / smooth dynamic */
@@ -56,6 +57,13 @@ void b8_qlinear_free(b8_qlinear *q); /* NULL is a no-op */
  * the weights in [-127, 127], 7 in [-64, 64] (the range the AVX2 vpmaddubsw kernel takes). */
 bert8_status b8_qlinear_from_fp32(const float *w, const float *b, int64_t n, int64_t k, const float *amax,
                                   float alpha, b8_qmode mode, int weight_bits, b8_qlinear **out, b8_err *e);
+
+/* The static input's asymmetric range: with cmin/cmax [k] the calibrated per-channel minimum and
+ * maximum of x, maps [min_j cmin_j / s_j, max_j cmax_j / s_j] (widened to hold 0) onto
+ * [-127, 127] with a zero point, in place of the symmetric [-max|.|, max|.|]: a one-sided
+ * input (a GELU output, >= -0.17) gains almost twice the resolution. Sets a_scale and a_zero of
+ * a static q (before b8_qlinear_prepare). */
+void b8_qlinear_set_range(b8_qlinear *q, const float *cmin, const float *cmax);
 
 /* Stacks the rows of parts (same k, smooth_factor, a_scale and mode: they share their input)
  * into one Linear, e.g. Q, K and V into one [3H][H] product. what names it in messages. */

@@ -272,6 +272,34 @@ void b8_qweight_free(b8_qweight *w) {
     free(w);
 }
 
+bert8_status b8_qweight_set_input_zero(b8_qweight *w, int32_t z, b8_err *e) {
+    if (!w) return b8_fail(e, BERT8_ERR_INVALID_ARG, "qweight_set_input_zero: NULL weights");
+    if (z < -127 || z > 127)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "an input zero point must lie in [-127, 127], not %d", (int)z);
+    if (z == w->in_zero) return BERT8_OK;
+    if (!w->kernel->blis && w->kernel->prepare != b8_qgemm_oracle_prepare)
+        return b8_fail(e, BERT8_ERR_UNSUPPORTED, "the %s INT8 GEMM takes no input zero point", w->kernel->name);
+    const int64_t n_comp = w->Np > w->N ? w->Np : w->N;
+    int8_t *wt = b8_malloc_aligned((size_t)(w->N * w->K));
+    if (!wt) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory for an input zero point");
+    if (!w->comp && !(w->comp = b8_calloc_aligned((size_t)n_comp, sizeof(int32_t)))) {
+        b8_free_aligned(wt);
+        return b8_fail(e, BERT8_ERR_NOMEM, "out of memory for an input zero point");
+    }
+    bert8_status st = b8_qweight_unpack(w, wt, e);
+    if (st == BERT8_OK) {
+        /* |z * sum| <= 254 * 127 * 65536 < 2^31: K is at most 65536 */
+        for (int64_t n = 0; n < w->N; n++) {
+            int32_t s = 0;
+            for (int64_t k = 0; k < w->K; k++) s += wt[n * w->K + k];
+            w->comp[n] += (z - w->in_zero) * s;
+        }
+        w->in_zero = z;
+    }
+    b8_free_aligned(wt);
+    return st;
+}
+
 /* ---- the weight arena ---- */
 
 struct b8_qarena {
@@ -623,6 +651,12 @@ bert8_status b8_qgemm(const int8_t *A, int64_t lda, int64_t M, const b8_qweight 
                        (long long)(ep->ldc < W->N ? ep->ldc : ep->ld_res), (long long)W->N);
     if ((unsigned)ep->act > B8_ACT_RELU)
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "qgemm: unknown activation %d", (int)ep->act);
+    if (ep->out_zp != 0.0f && (!ep->out_s8 || !(ep->out_zp >= -127.0f && ep->out_zp <= 127.0f) ||
+                               ep->out_zp != (float)(int)ep->out_zp))
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "qgemm: out_zp %g is not an integer in [-127, 127] with out_s8",
+                       (double)ep->out_zp);
+    if (ep->out_zp != 0.0f && !W->kernel->blis && W->kernel->prepare != b8_qgemm_oracle_prepare)
+        return b8_fail(e, BERT8_ERR_UNSUPPORTED, "the %s INT8 GEMM takes no output zero point", W->kernel->name);
     if (M == 0) return BERT8_OK;
     if (W->kernel->blis) return run_blis(A, lda, M, W, ep, NULL, 0, ws, e);
     st = W->kernel->run(A, lda, M, W, ep, NULL, 0, e);

@@ -4,10 +4,12 @@
  *   y         = fma(a_scale[m or 0] * w_scale[n], (float)acc[m][n], bias[n] or 0)
  *   y         = act(y)                             none, GELU (erf), GELU (tanh), ReLU
  *   y         = y + residual[m][n]                 optional, fp32
- *   out       = y (fp32)   or   sat127(rne(y * out_mul[n])) (int8 in [-127, 127])
+ *   out       = y (fp32)   or   sat127(rne(fma(y, out_mul[n], out_zp))) (int8 in [-127, 127])
  *
  * W is [N][K] (out x in, PyTorch layout), int8 symmetric per output channel (w_scale[n]);
- * A is int8, per tensor (one a_scale, static calibration) or per row (a_scale[m], dynamic).
+ * A is int8, per tensor (one a_scale, static calibration) or per row (a_scale[m], dynamic); a
+ * static A may carry a zero point z (x ~ a_scale * (q - z), b8_qweight_set_input_zero), so
+ * that a one-sided range (a GELU output) uses all 255 levels: acc then sums (A - z) W.
  * The weights are packed once by b8_qweight_pack into the layout of the kernel chosen for
  * their shape; b8_qgemm then runs on the process-wide OpenMP pool.
  *
@@ -39,6 +41,7 @@ typedef struct b8_qepilogue {
     int64_t ldc;
     int8_t *out_s8;
     const float *out_mul; /* [N] requantization multipliers, required with out_s8 */
+    float out_zp;         /* out_s8's zero point (an integer in [-127, 127]; 0: symmetric) */
     /* Called on complete output rows [m0, m1) once every column of them is written, or NULL:
      * a row operation (a LayerNorm) fused into the product. Each row is passed exactly once.
      * Where M allows, units of work own whole rows and the call comes from the thread that
@@ -57,6 +60,10 @@ typedef struct b8_qepilogue {
 bert8_status b8_qweight_pack(const int8_t *w, int64_t N, int64_t K, const float *w_scale,
                              const char *force_kernel, b8_qweight **out, b8_err *e);
 void b8_qweight_free(b8_qweight *w); /* NULL is a no-op */
+/* The zero point z (in [-127, 127]) of the int8 A this weight is multiplied with: the products
+ * then compute sum_k (A[m][k] - z) W[n][k], exactly (z * sum_k W[n][k] joins the int32 column
+ * compensation). Set once, before use; BERT8_ERR_UNSUPPORTED for the oneDNN backend. */
+bert8_status b8_qweight_set_input_zero(b8_qweight *w, int32_t z, b8_err *e);
 
 /* One block of memory for the packed weights of many layers, on 2 MiB-aligned pages that Linux is
  * advised to back with transparent huge pages (madvise): a forward pass streams every layer's

@@ -153,7 +153,7 @@ epilogue_body(const int nv, const int32_t *acc, size_t ld_acc, int rows, int col
             if (ep->out_f32) {
                 _mm256_maskstore_ps(ep->out_f32 + m * ep->ldc + n, mk[j], y);
             } else {
-                __m256 q = _mm256_mul_ps(y, _mm256_load_ps(omulb + 8 * j));
+                __m256 q = _mm256_fmadd_ps(y, _mm256_load_ps(omulb + 8 * j), _mm256_set1_ps(ep->out_zp));
                 q = _mm256_min_ps(_mm256_max_ps(q, _mm256_set1_ps(-B8_Q_MAX)),
                                   _mm256_set1_ps(B8_Q_MAX));
                 /* q is within +-127: the saturating packs only narrow it */

@@ -166,7 +166,7 @@ epi_row(const epi_ctx *x, const __m512i *acc, int64_t m, int64_t n0, const b8_qe
         if (!to_s8) {
             _mm512_mask_storeu_ps(ep->out_f32 + m * ep->ldc + n, x->mk[j], y);
         } else {
-            __m512 q = _mm512_mul_ps(y, x->omul[j]);
+            __m512 q = _mm512_fmadd_ps(y, x->omul[j], _mm512_set1_ps(ep->out_zp));
             q = _mm512_min_ps(_mm512_max_ps(q, _mm512_set1_ps(-B8_Q_MAX)),
                               _mm512_set1_ps(B8_Q_MAX));
             _mm_mask_storeu_epi8(ep->out_s8 + m * ep->ldc + n, x->mk[j],

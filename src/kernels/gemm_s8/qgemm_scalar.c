@@ -34,7 +34,7 @@ void b8_qepilogue__scalar(const int32_t *acc, size_t ld_acc, int rows, int cols,
             if (ep->out_f32) {
                 ep->out_f32[m * ep->ldc + n] = y;
             } else {
-                float q = vmin(vmax(y * ep->out_mul[n], -B8_Q_MAX), B8_Q_MAX);
+                float q = vmin(vmax(fmaf(y, ep->out_mul[n], ep->out_zp), -B8_Q_MAX), B8_Q_MAX);
                 ep->out_s8[m * ep->ldc + n] = (int8_t)(int32_t)rintf(q);
             }
         }
@@ -281,8 +281,8 @@ bert8_status b8_qgemm_oracle_run(const int8_t *A, int64_t lda, int64_t M, const 
         /* Columns in chunks so the int `cols` of the epilogue cannot overflow. */
         for (int64_t n0 = 0; n0 < N; n0 += 1 << 20) {
             int cols = (int)(N - n0 < (1 << 20) ? N - n0 : (1 << 20));
-            if (ep) b8_qepilogue__scalar(acc + n0, 0, 1, cols, m, n0, NULL, w->w_scale, ep);
-            else b8_qstore_s32__scalar(acc + n0, 0, 1, cols, NULL, C + m * ldc + n0, ldc);
+            if (ep) b8_qepilogue__scalar(acc + n0, 0, 1, cols, m, n0, w->comp, w->w_scale, ep);
+            else b8_qstore_s32__scalar(acc + n0, 0, 1, cols, w->comp ? w->comp + n0 : NULL, C + m * ldc + n0, ldc);
         }
     }
     b8_free_aligned(rowbuf);

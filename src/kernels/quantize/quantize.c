@@ -12,12 +12,12 @@
 #define LANES B8_QUANT_LANES
 
 void b8_quantize_static__scalar(const float *x, int64_t ldx, int64_t rows, int64_t n,
-                                const float *mul, float inv_scale, int8_t *q, int64_t ldq) {
+                                const float *mul, float inv_scale, float zero, int8_t *q, int64_t ldq) {
     for (int64_t r = 0; r < rows; r++)
         for (int64_t j = 0; j < n; j++) {
             float v = x[r * ldx + j];
             if (mul) v = v * mul[j];
-            q[r * ldq + j] = b8_q8(v * inv_scale);
+            q[r * ldq + j] = b8_q8(fmaf(v, inv_scale, zero));
         }
 }
 
@@ -104,11 +104,11 @@ b8_layernorm_quantize_fn b8_layernorm_quantize_best(void) {
 }
 
 void b8_quantize_static(const float *x, int64_t ldx, int64_t rows, int64_t n, const float *mul,
-                        float inv_scale, int8_t *q, int64_t ldq) {
+                        float inv_scale, float zero, int8_t *q, int64_t ldq) {
     b8_quantize_static_fn f = (b8_quantize_static_fn)b8_dispatch(&b8_op_quantize_static)->fn;
 #pragma omp parallel for schedule(static) if (rows * n >= PAR_ELEMS)
     for (int64_t r = 0; r < rows; r += ROW_BLOCK)
-        f(x + r * ldx, ldx, block(r, rows), n, mul, inv_scale, q + r * ldq, ldq);
+        f(x + r * ldx, ldx, block(r, rows), n, mul, inv_scale, zero, q + r * ldq, ldq);
 }
 
 void b8_quantize_dynamic(const float *x, int64_t ldx, int64_t rows, int64_t n, const float *mul,

@@ -29,8 +29,9 @@ typedef struct b8_ln_quant {
     float eps;
 } b8_ln_quant;
 
+/* q = sat127(rne(fma(x * mul, inv_scale, zero))): zero is the zero point (an integer; 0 symmetric) */
 void b8_quantize_static(const float *x, int64_t ldx, int64_t rows, int64_t n, const float *mul,
-                        float inv_scale, int8_t *q, int64_t ldq);
+                        float inv_scale, float zero, int8_t *q, int64_t ldq);
 void b8_quantize_dynamic(const float *x, int64_t ldx, int64_t rows, int64_t n, const float *mul,
                          int8_t *q, int64_t ldq, float *row_scale);
 void b8_layernorm_quantize(const float *x, int64_t ldx, int64_t rows, int64_t n,
@@ -44,7 +45,8 @@ void b8_layernorm_quantize_dynamic(float *x, int64_t ldx, int64_t rows, int64_t 
 
 /* The twins, one row range each, for tests and for callers that do their own threading. */
 typedef void (*b8_quantize_static_fn)(const float *x, int64_t ldx, int64_t rows, int64_t n,
-                                      const float *mul, float inv_scale, int8_t *q, int64_t ldq);
+                                      const float *mul, float inv_scale, float zero, int8_t *q,
+                                      int64_t ldq);
 typedef void (*b8_quantize_dynamic_fn)(const float *x, int64_t ldx, int64_t rows, int64_t n,
                                        const float *mul, int8_t *q, int64_t ldq,
                                        float *row_scale);
@@ -53,7 +55,8 @@ typedef void (*b8_layernorm_quantize_fn)(const float *x, int64_t ldx, int64_t ro
 
 #define B8_QUANT_TWINS(isa)                                                                    \
     void b8_quantize_static__##isa(const float *x, int64_t ldx, int64_t rows, int64_t n,      \
-                                   const float *mul, float inv_scale, int8_t *q, int64_t ldq); \
+                                   const float *mul, float inv_scale, float zero, int8_t *q,   \
+                                   int64_t ldq);                                              \
     void b8_quantize_dynamic__##isa(const float *x, int64_t ldx, int64_t rows, int64_t n,     \
                                     const float *mul, int8_t *q, int64_t ldq,                 \
                                     float *row_scale);                                        \

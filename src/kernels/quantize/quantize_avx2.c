@@ -40,11 +40,11 @@ static inline T256 __m256 load_v(const float *x, const float *mul, int64_t j, in
 }
 
 T256 void b8_quantize_static__avx2(const float *x, int64_t ldx, int64_t rows, int64_t n,
-                                   const float *mul, float inv_scale, int8_t *q, int64_t ldq) {
-    __m256 inv = _mm256_set1_ps(inv_scale);
+                                   const float *mul, float inv_scale, float zero, int8_t *q, int64_t ldq) {
+    __m256 inv = _mm256_set1_ps(inv_scale), z = _mm256_set1_ps(zero);
     for (int64_t r = 0; r < rows; r++)
         for (int64_t j = 0; j < n; j += 8)
-            store_q(q + r * ldq + j, n - j, _mm256_mul_ps(load_v(x + r * ldx, mul, j, n), inv));
+            store_q(q + r * ldq + j, n - j, _mm256_fmadd_ps(load_v(x + r * ldx, mul, j, n), inv, z));
 }
 
 T256 void b8_quantize_dynamic__avx2(const float *x, int64_t ldx, int64_t rows, int64_t n,

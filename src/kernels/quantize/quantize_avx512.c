@@ -25,12 +25,12 @@ static inline T512 __m512 load_v(const float *x, const float *mul, int64_t j, __
 }
 
 T512 void b8_quantize_static__avx512(const float *x, int64_t ldx, int64_t rows, int64_t n,
-                                     const float *mul, float inv_scale, int8_t *q, int64_t ldq) {
-    __m512 inv = _mm512_set1_ps(inv_scale);
+                                     const float *mul, float inv_scale, float zero, int8_t *q, int64_t ldq) {
+    __m512 inv = _mm512_set1_ps(inv_scale), z = _mm512_set1_ps(zero);
     for (int64_t r = 0; r < rows; r++)
         for (int64_t j = 0; j < n; j += LANES) {
             __mmask16 k = tail(n - j);
-            store_q(q + r * ldq + j, k, _mm512_mul_ps(load_v(x + r * ldx, mul, j, k), inv));
+            store_q(q + r * ldq + j, k, _mm512_fmadd_ps(load_v(x + r * ldx, mul, j, k), inv, z));
         }
 }
 
