@@ -153,7 +153,7 @@ def main():
             else:
                 row["retrieval"], _ = retrieval(qe, ce, rel, ref["top"])
                 row["retrieval_mixed"], _ = retrieval(qe, ref["corpus"], rel, ref["top"])
-                row["cosine_to_fp32_queries"] = cos_stats(qe, ref.setdefault("q", None)) if ref["q"] is not None else None
+                row["cosine_to_fp32_queries"] = cos_stats(qe, ref["q"])
             if i == 0:
                 ref["q"] = qe
         row["seconds"] = round(time.time() - t0, 1)

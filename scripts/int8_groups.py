@@ -126,6 +126,27 @@ def rel_err(x, w, s, a_static, zp_range):
     return out
 
 
+def render(res, alphas):
+    """The markdown table of the results (one row per layer and group)."""
+    hdr = "| layer | group | act max | max/median ch | act min | w max |"
+    sep = "|---:|---|---:|---:|---:|---:|"
+    for al in alphas:
+        hdr += (f" a={al}: act max/median | w max | range (static) | err static | err static+zp | err dynamic |"
+                f" err dynamic+zp |")
+        sep += "---:|---:|---|---:|---:|---:|---:|"
+    lines = [hdr, sep]
+    for r in res:
+        line = (f"| {r['layer']} | {r['group']} | {r['act_max']:.2f} | {r['act_outlier']:.0f} | {r['act_min']:.2f} |"
+                f" {r['w_max']:.2f} |")
+        for al in alphas:
+            x = r["alphas"][str(al)]
+            lo, hi = x["smoothed_range"]
+            line += (f" {x['smoothed_act_outlier']:.1f} | {x['w_max_smoothed']:.2f} | [{lo:.2f}, {hi:.2f}] |"
+                     f" {x['static']:.2e} | {x['static_zp']:.2e} | {x['dynamic']:.2e} | {x['dynamic_zp']:.2e} |")
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model")
@@ -140,7 +161,13 @@ def main():
     ap.add_argument("--alphas", default="0.5,0.8")
     ap.add_argument("--json")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--render", help="print the markdown table of a --json file and exit")
     a = ap.parse_args()
+    if a.render:
+        d = json.load(open(a.render, encoding="utf-8"))
+        res = d["results"]
+        print(render(res, [float(k) for k in res[0]["alphas"]]))
+        return
     torch.set_grad_enabled(False)
     model = AutoModel.from_pretrained(a.model).eval()
     tok = AutoTokenizer.from_pretrained(a.model)
@@ -171,20 +198,7 @@ def main():
         with open(a.json, "w", encoding="utf-8") as f:
             json.dump({"model": a.model, "results": res}, f, indent=1)
     if a.markdown:
-        hdr = "| layer | group | act max | max/median ch | act min | w max |"
-        sep = "|---:|---|---:|---:|---:|---:|"
-        for al in alphas:
-            hdr += f" a={al}: max/median | err static | err static+zp | err dynamic | err dynamic+zp |"
-            sep += "---:|---:|---:|---:|---:|"
-        print(hdr)
-        print(sep)
-        for r in res:
-            line = f"| {r['layer']} | {r['group']} | {r['act_max']:.2f} | {r['act_outlier']:.0f} | {r['act_min']:.2f} | {r['w_max']:.2f} |"
-            for al in alphas:
-                x = r["alphas"][str(al)]
-                line += (f" {x['smoothed_act_outlier']:.1f} | {x['static']:.2e} | {x['static_zp']:.2e} |"
-                         f" {x['dynamic']:.2e} | {x['dynamic_zp']:.2e} |")
-            print(line)
+        print(render(res, alphas))
     else:
         for r in res:
             print(json.dumps(r))
