@@ -104,6 +104,7 @@ static bert8_status run_budget_att(fixture *x, fake_eval *fe, bert8_ranking rk, 
                                    size_t err_len) {
     bert8_quant_params qp = bert8_default_quant_params();
     qp.int8_attention = int8_attention;
+    qp.ffn_out_per_token = 0; /* every Linear starts static: the hand-worked paths below */
     bert8_budget_params bp = bert8_default_budget_params();
     bp.max_drop = max_drop;
     bp.ranking = rk;
@@ -556,6 +557,35 @@ TEST(keep_fp32_pattern_matching_nothing_is_refused) {
     fixture_close(&x);
 }
 
+/* With the defaults the search starts where bert8_quantize's defaults are: FFN-out per token. */
+TEST(budget_starts_from_the_default_modes) {
+    fixture x;
+    if (!fixture_open(&x)) return;
+    fake_eval fe = {.batch = &x.cs.b[0], .pen_s = PEN_STATIC, .pen_d = PEN_DYNAMIC};
+    bert8_quant_params qp = bert8_default_quant_params();
+    bert8_budget_params bp = bert8_default_budget_params();
+    bp.max_drop = 100; /* anything passes: the result is the starting configuration */
+    bp.eval = fake_score;
+    bp.eval_ctx = &fe;
+    bert8_budget_report rep = {0};
+    bert8_model *q = NULL, *d = NULL;
+    char err[1024] = "";
+    CHECKF(bert8_quantize_budget(x.f, x.cs.b, (size_t)x.cs.n, &qp, &bp, &q, &rep, err, sizeof err) == BERT8_OK, "%s", err);
+    CHECKF(bert8_quantize(x.f, x.cs.b, (size_t)x.cs.n, &qp, &d, err, sizeof err) == BERT8_OK, "%s", err);
+    if (q && d) {
+        bert8_unit_mode a[NU], b[NU];
+        unit_modes_of(q, a);
+        unit_modes_of(d, b);
+        CHECK(memcmp(a, b, sizeof a) == 0);
+        CHECK(a[3] == BERT8_UNIT_INT8_DYNAMIC && a[8] == BERT8_UNIT_INT8_DYNAMIC && a[0] == BERT8_UNIT_INT8_STATIC);
+        same_logits(&x, q, d, "budget start against bert8_quantize");
+    }
+    bert8_model_free(q);
+    bert8_model_free(d);
+    bert8_budget_report_free(&rep);
+    fixture_close(&x);
+}
+
 int main(void) {
     RUN(metric_ranking_follows_the_hand_worked_path);
     RUN(both_rankings_keep_the_result_with_fewest_units_off_int8);
@@ -567,5 +597,6 @@ int main(void) {
     RUN(attention_units_join_the_search_with_int8_attention);
     RUN(defaults_quantize_ffn_out_per_token_and_static_ffn_out_has_a_zero_point);
     RUN(keep_fp32_pattern_matching_nothing_is_refused);
+    RUN(budget_starts_from_the_default_modes);
     return tu_finish();
 }

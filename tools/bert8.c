@@ -38,7 +38,10 @@ static const command COMMANDS[] = {
      "          [--max-drop POINTS --eval-task T --eval-data PATH [--eval-split split.json] [--eval-limit N] "
      "[--tune-fraction F]\n"
      "           [--tune-score conservative|plain] [--ranking both|output-error|metric] [--no-dynamic] [--no-trim] "
-     "[--report FILE.json] [--bench-seconds S]]"},
+     "[--report FILE.json] [--bench-seconds S]]\n"
+     "          [--min-cosine MEAN[,P1] [--eval-data TEXTFILE] [--eval-limit N] [--tune-fraction F] "
+     "[--ranking ...] [--no-dynamic] [--no-trim]\n"
+     "           [--report FILE.json] [--bench-seconds S]]   embedding models: cosine to FP32 on held-out text"},
     {"bench", cmd_bench,
      "bench MODEL_DIR [--batch B] [--seq S] [--threads T] [--scheme static|dynamic] [--attention fp32|int8] "
      "[--calib FILE] [--lengths FILE] [--roofline [--plot FILE.svg|png]] [--json]"},

@@ -1,6 +1,6 @@
 /* cmd_quant.c: `bert8 quantize` (calibrate + SmoothQuant + save an INT8 folder; with --max-drop,
- * to an accuracy budget), and the calibration-text helpers it shares with `bert8 bench`
- * (calib_text.h). */
+ * to an accuracy budget; with --min-cosine, to an embedding-fidelity budget), and the
+ * calibration-text helpers it shares with `bert8 bench` (calib_text.h). */
 #include "calib_text.h"
 #include "cli.h"
 #include "eval_set.h"
@@ -347,6 +347,8 @@ out:
 
 typedef struct budget_opts {
     double max_drop, tune_fraction, bench_seconds;
+    double min_mean, min_p1; /* --min-cosine MEAN[,P1] (min_p1 NAN: none) */
+    bool cosine;             /* --min-cosine rather than --max-drop */
     const char *task, *data, *split, *report;
     long limit, batch;
     bert8_ranking ranking;
@@ -362,6 +364,26 @@ static bool parse_points(const char *cmd, const char *name, const char *v, doubl
         return false;
     }
     *out = x;
+    return true;
+}
+
+/* --min-cosine MEAN[,P1]: each a number strictly between 0 and 1; *p1 NAN when not given. */
+static bool parse_min_cosine(const char *cmd, const char *v, double *mean, double *p1) {
+    char *end;
+    double m = strtod(v, &end), q = NAN;
+    bool ok = *v && end != v && isfinite(m) && m > 0 && m < 1;
+    if (ok && *end == ',') {
+        const char *s = end + 1;
+        q = strtod(s, &end);
+        ok = *s && end != s && isfinite(q) && q > 0 && q < 1;
+    }
+    if (!ok || *end) {
+        cli_error(cmd, "--min-cosine must be MEAN or MEAN,P1, each a number strictly between 0 and 1 (e.g. "
+                       "0.999,0.995), not \"%s\"", v);
+        return false;
+    }
+    *mean = m;
+    *p1 = q;
     return true;
 }
 
@@ -485,9 +507,18 @@ static double plain_of(const budget_eval *be, const bert8_unit_mode *modes, int6
     return NAN;
 }
 
+/* A cosine budget's statistics of one model on one slice: the mean, the 1st percentile (nearest
+ * rank) and the minimum of the per-text cosine to the FP32 embedding. */
+typedef struct cos_stats {
+    double mean, p1, min;
+} cos_stats;
+
 typedef struct budget_view {
     const bert8_model *m;
     bool quiet;
+    int prec;              /* decimals of scores: 2 (points), 4 (a cosine budget's score) */
+    const cos_stats *last; /* a cosine budget: the latest candidate's statistics, else NULL */
+    cos_stats *start;      /* a cosine budget: where the all-INT8 baseline's statistics go */
 } budget_view;
 
 static void unit_label(const bert8_model *m, int64_t u, char *out, size_t n) {
@@ -499,37 +530,44 @@ static void unit_label(const bert8_model *m, int64_t u, char *out, size_t n) {
 /* The progress display: one line per scored configuration, on stderr. */
 static void budget_progress(void *ctx, const bert8_budget_event *ev) {
     const budget_view *v = ctx;
+    if (v->start && v->last && ev->stage == BERT8_BUDGET_BASELINE && ev->mode != BERT8_UNIT_FP32 && !ev->cached)
+        *v->start = *v->last;
     if (v->quiet) return;
     char u[96];
     unit_label(v->m, ev->unit, u, sizeof u);
     const char *seen = ev->cached ? ", seen before" : "";
+    const int pr = v->prec;
     switch (ev->stage) {
     case BERT8_BUDGET_BASELINE:
-        if (ev->mode == BERT8_UNIT_FP32) fprintf(stderr, "budget: FP32 scores %.2f on the tuning slice\n", ev->score);
+        if (ev->mode == BERT8_UNIT_FP32) fprintf(stderr, "budget: FP32 scores %.*f on the tuning slice", pr, ev->score);
         else
-            fprintf(stderr, "budget: all units %s: %.2f (drop %.2f)\n", bert8_unit_mode_name(ev->mode), ev->score,
-                    ev->drop);
+            fprintf(stderr, "budget: all units %s: %.*f (drop %.*f)", bert8_unit_mode_name(ev->mode), pr, ev->score,
+                    pr, ev->drop);
         break;
     case BERT8_BUDGET_SENSITIVITY:
-        fprintf(stderr, "budget: metric ranking %2lld/%lld: %-28s alone in %s: %.2f (drop %+.2f)%s\n",
-                (long long)ev->done, (long long)ev->total, u, bert8_unit_mode_name(ev->mode), ev->score, ev->drop,
-                seen);
+        fprintf(stderr, "budget: metric ranking %2lld/%lld: %-28s alone in %s: %.*f (drop %+.*f)%s",
+                (long long)ev->done, (long long)ev->total, u, bert8_unit_mode_name(ev->mode), pr, ev->score, pr,
+                ev->drop, seen);
         break;
     case BERT8_BUDGET_STEP:
-        fprintf(stderr, "budget: [%s] move %2lld: %-28s -> %-12s %.2f (drop %.2f)  [%lld evaluations%s]\n",
-                bert8_ranking_name(ev->ranking), (long long)ev->done, u, bert8_unit_mode_name(ev->mode), ev->score,
-                ev->drop, (long long)ev->evaluations, seen);
+        fprintf(stderr, "budget: [%s] move %2lld: %-28s -> %-12s %.*f (drop %.*f)  [%lld evaluations%s]",
+                bert8_ranking_name(ev->ranking), (long long)ev->done, u, bert8_unit_mode_name(ev->mode), pr,
+                ev->score, pr, ev->drop, (long long)ev->evaluations, seen);
         break;
     case BERT8_BUDGET_TRIM:
-        fprintf(stderr, "budget: [%s] trim %2lld: %-28s back to %-12s %.2f (drop %.2f): %s%s\n",
-                bert8_ranking_name(ev->ranking), (long long)ev->done, u, bert8_unit_mode_name(ev->mode), ev->score,
-                ev->drop, ev->accepted ? "kept" : "undone", seen);
+        fprintf(stderr, "budget: [%s] trim %2lld: %-28s back to %-12s %.*f (drop %.*f): %s%s",
+                bert8_ranking_name(ev->ranking), (long long)ev->done, u, bert8_unit_mode_name(ev->mode), pr,
+                ev->score, pr, ev->drop, ev->accepted ? "kept" : "undone", seen);
         break;
     case BERT8_BUDGET_TRIAL_DONE:
-        fprintf(stderr, "budget: [%s] ends at %.2f (drop %.2f) after %lld moves\n", bert8_ranking_name(ev->ranking),
-                ev->score, ev->drop, (long long)ev->done);
+        fprintf(stderr, "budget: [%s] ends at %.*f (drop %.*f) after %lld moves", bert8_ranking_name(ev->ranking), pr,
+                ev->score, pr, ev->drop, (long long)ev->done);
         break;
     }
+    /* the cosine statistics behind a score just computed */
+    if (v->last && !ev->cached && ev->stage != BERT8_BUDGET_TRIAL_DONE)
+        fprintf(stderr, "  (cosine mean %.7f, p1 %.7f)", v->last->mean, v->last->p1);
+    fputc('\n', stderr);
 }
 
 /* Op of the forward-pass profile that times a unit kind's GEMM. */
@@ -544,6 +582,21 @@ static int unit_op(const char *kind) {
 
 /* Rows of the final table: FP32, all INT8, each ranking's result, the result. */
 enum { ROW_FP32, ROW_INT8, ROW_TRIAL0, ROW_TRIAL1, ROW_RESULT, ROWS };
+
+/* The evaluation of a cosine budget (--min-cosine): the texts, the tuning slice first and the
+ * held-out slice after it, their FP32 embeddings, and the targets. */
+typedef struct cosine_eval {
+    const bert8_tokenizer *tok;
+    const char *dir;
+    bert8_pipeline_params pp;
+    bert8_text *a, *b;  /* [n] texts, pairs (b NULL when none has one) */
+    int64_t n, nt, dim; /* texts [0, nt) tune the search, [nt, n) are held out */
+    float *ref;         /* [n][dim] the FP32 embeddings */
+    float *emb;         /* [n][dim] a candidate's (scratch) */
+    double *cos;        /* [n] scratch */
+    double tm, tp;      /* the targets of the mean and the 1st percentile; tp NAN: the mean only */
+    cos_stats last;     /* the latest scored candidate on the tuning slice */
+} cosine_eval;
 
 /* Everything one budgeted quantization works with and reports. */
 typedef struct budget_run {
@@ -560,6 +613,16 @@ typedef struct budget_run {
     bench_result br; /* [0] all INT8, [1] result; iters 0 when not timed */
     bert8_batch timed;
     int threads;
+    /* a cosine budget */
+    cosine_eval ce;
+    cos_stats tune_cos[ROWS], held_cos[ROWS];
+    cos_stats start_cos;        /* the search's start (every searched unit in the scheme's INT8 mode),
+                                   tuning slice */
+    bert8_unit_mode *int8_modes; /* [units] the all-INT8 model's (bert8_quantize's defaults) */
+    bert8_unit_mode *result_modes; /* [units] the result's */
+    int64_t calib_rows;        /* calibration rows (the held-out text follows them when no --eval-data) */
+    const char *calib;
+    const char *pooling;       /* the embedding's pooling, as the folder says */
 } budget_run;
 
 static const char *alpha_name(const bert8_quant_params *qp, char *buf, size_t n) {
@@ -574,6 +637,9 @@ static void json_scores(cJSON *o, const budget_run *b, int row) {
     if (isfinite(b->tune_plain[row])) cJSON_AddNumberToObject(o, "tune", b->tune_plain[row]);
     if (isfinite(b->held_plain[row])) cJSON_AddNumberToObject(o, "held_out", b->held_plain[row]);
 }
+
+static void json_search(cJSON *o, const budget_run *b, const char *drop_key);
+static int json_write(cJSON *o, const char *path);
 
 static int budget_report_json(const budget_run *b, const char *path) {
     const bert8_budget_report *r = &b->rep;
@@ -599,6 +665,14 @@ static int budget_report_json(const budget_run *b, const char *path) {
         cJSON *s = cJSON_AddObjectToObject(o, names[i]);
         if (s) json_scores(s, b, rows[i]);
     }
+    json_search(o, b, "metric_drop");
+    return json_write(o, path);
+}
+
+/* The part of the report both budgets share: the rankings, the units and the speed. drop_key
+ * names each unit's score lost with only that unit in INT8. */
+static void json_search(cJSON *o, const budget_run *b, const char *drop_key) {
+    const bert8_budget_report *r = &b->rep;
     cJSON *trials = cJSON_AddArrayToObject(o, "trials");
     for (int i = 0; trials && i < r->n_trials; i++) {
         const bert8_budget_trial *t = &r->trials[i];
@@ -630,7 +704,7 @@ static int budget_report_json(const budget_run *b, const char *path) {
         cJSON_AddStringToObject(x, "kind", bu->kind);
         cJSON_AddStringToObject(x, "mode", bert8_unit_mode_name(bu->mode));
         if (isfinite(bu->output_error)) cJSON_AddNumberToObject(x, "output_error", bu->output_error);
-        if (isfinite(bu->metric_drop)) cJSON_AddNumberToObject(x, "metric_drop", bu->metric_drop);
+        if (isfinite(bu->metric_drop)) cJSON_AddNumberToObject(x, drop_key, bu->metric_drop);
         if (bu->fixed) cJSON_AddBoolToObject(x, "fixed", 1); /* not searched */
         cJSON_AddItemToArray(units, x);
     }
@@ -648,6 +722,10 @@ static int budget_report_json(const budget_run *b, const char *path) {
         for (int i = 0; ops && i < BERT8_OP_COUNT; i++)
             cJSON_AddNumberToObject(ops, bert8_op_name((bert8_op)i), 1e3 * (br->op[1][i] - br->op[0][i]));
     }
+}
+
+/* Writes a report and frees it. */
+static int json_write(cJSON *o, const char *path) {
     char *text = cJSON_Print(o);
     cJSON_Delete(o);
     FILE *f = text ? fopen(path, "w") : NULL;
@@ -662,11 +740,12 @@ static void print_pair(double v, double base) {
     else printf("  %7.2f %+7.2f", v, v - base);
 }
 
+static void search_table(const budget_run *b, const char *drop_name, int prec);
+
 /* The final table, on stdout. */
 static void budget_table(const budget_run *b) {
     const bert8_budget_report *r = &b->rep;
     char ab[32], label[96];
-    const char *scheme = b->qp.scheme == BERT8_SCHEME_STATIC ? "int8_static" : "int8_dynamic";
     const char *metric = eval_headline_name(b->es.o.task);
     printf("bert8 quantize %s: %s W8A8 (alpha %s), %s attention, budget %.2f points of %s %s\n", b->dir,
            b->qp.scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic", alpha_name(&b->qp, ab, sizeof ab),
@@ -692,6 +771,15 @@ static void budget_table(const budget_run *b) {
         print_pair(b->held_plain[row], b->held_plain[ROW_FP32]);
         printf("\n");
     }
+    search_table(b, "metric drop", 2);
+}
+
+/* The part of the final table both budgets share: each ranking's moves and trims, the units kept
+ * out of the scheme's mode (with drop_name, at prec decimals, the score lost with only that unit
+ * in INT8) and the speed of the result against the all-INT8 model. */
+static void search_table(const budget_run *b, const char *drop_name, int prec) {
+    const bert8_budget_report *r = &b->rep;
+    const char *scheme = b->qp.scheme == BERT8_SCHEME_STATIC ? "int8_static" : "int8_dynamic";
     printf("\n  ranking       moves  trims  off before trim  int8_static  int8_dynamic  fp32\n");
     for (int i = 0; i < r->n_trials; i++) {
         const bert8_budget_trial *t = &r->trials[i];
@@ -724,7 +812,7 @@ static void budget_table(const budget_run *b) {
     }
     const bench_result *br = &b->br;
     printf("\n  units kept out of %s:\n", scheme);
-    printf("  %5s  %-17s  %-12s  %12s  %11s  %s\n", "layer", "unit", "mode", "output error", "metric drop",
+    printf("  %5s  %-17s  %-12s  %12s  %11s  %s\n", "layer", "unit", "mode", "output error", drop_name,
            br->iters ? "ms/batch (its op's added time / units moved there)" : "");
     int64_t shown = 0;
     for (int64_t u = 0; u < r->n_units; u++) {
@@ -735,7 +823,7 @@ static void budget_table(const budget_run *b) {
         shown++;
         printf("  %5lld  %-17s  %-12s  %12.3g  ", (long long)bu->layer, bu->kind, bert8_unit_mode_name(bu->mode),
                bu->output_error);
-        if (isfinite(bu->metric_drop)) printf("%+11.2f", bu->metric_drop);
+        if (isfinite(bu->metric_drop)) printf("%+11.*f", prec, bu->metric_drop);
         else printf("%11s", "-");
         const int op = unit_op(bu->kind);
         if (br->iters && op >= 0 && changed[op] > 0)
@@ -766,6 +854,32 @@ static int held_out(const budget_run *b, const bert8_model *m, double *out) {
     char err[1024];
     bert8_status st = score_model(&b->be, m, b->held, b->nh, NULL, out, err, sizeof err);
     return st ? cli_error("quantize", "scoring the held-out slice: %s (%s)", err, bert8_status_string(st)) : 0;
+}
+
+/* Unit u's mode in the all-INT8 configuration: the scheme's (an attention unit static), FP32 when
+ * it is not searched. */
+static bert8_unit_mode all_int8_mode(const budget_run *b, int64_t u) {
+    const bert8_budget_unit *bu = &b->rep.units[u];
+    if (bu->fixed) return BERT8_UNIT_FP32;
+    if (!strcmp(bu->kind, "attention")) return BERT8_UNIT_INT8_STATIC;
+    /* the static scheme's FFN-out runs per token unless --ffn-out static */
+    if (b->qp.scheme == BERT8_SCHEME_STATIC && !(!strcmp(bu->kind, "ffn_out") && b->qp.ffn_out_per_token != 0))
+        return BERT8_UNIT_INT8_STATIC;
+    return BERT8_UNIT_INT8_DYNAMIC;
+}
+
+/* The speed cost: the result q against the all-INT8 model, as bert8 bench times them (skipped
+ * with --bench-seconds 0). *ids holds the timed token ids; the caller frees it. */
+static int time_result(budget_run *b, const bert8_model *all, const bert8_model *q, int32_t **ids) {
+    const bert8_model_info *info = bert8_model_get_info(b->m);
+    if (b->bo.bench_seconds <= 0) return 0;
+    int64_t S = 128, maxpos = info->max_position_embeddings - (info->arch == BERT8_ARCH_XLMR ? info->pad_token_id + 1 : 0);
+    if (S > maxpos) S = maxpos;
+    if (!(*ids = timing_ids(info, 8, S))) return cli_error("quantize", "out of memory");
+    b->timed = (bert8_batch){8, S, *ids, NULL, NULL};
+    b->threads = bert8_get_threads();
+    if (!b->bo.quiet) fprintf(stderr, "budget: timing the result against the all-INT8 model\n");
+    return bench_pair("quantize", all, q, &b->timed, 0, b->bo.bench_seconds, &b->br);
 }
 
 static int quantize_budget(budget_run *b, const bert8_tokenizer *tok, const bert8_batch *batches, int64_t nb) {
@@ -824,7 +938,7 @@ static int quantize_budget(budget_run *b, const bert8_tokenizer *tok, const bert
                 bo->task, eval_headline_name(eo.task), b->be.fp32_ex ? "conservative" : "plain", (long long)b->nt,
                 bo->data, (long long)b->nh, bo->max_drop);
     /* the search */
-    budget_view view = {b->m, bo->quiet};
+    budget_view view = {b->m, bo->quiet, 2, NULL, NULL};
     bert8_budget_params bp = bert8_default_budget_params();
     bp.max_drop = bo->max_drop;
     bp.ranking = bo->ranking;
@@ -858,10 +972,7 @@ static int quantize_budget(budget_run *b, const bert8_tokenizer *tok, const bert
     for (int64_t u = 0; u < U; u++) {
         rm[u] = r->units[u].mode;
         fm[u] = BERT8_UNIT_FP32;
-        b->all_int8[u] = r->units[u].fixed                        ? BERT8_UNIT_FP32
-                         : !strcmp(r->units[u].kind, "attention")    ? BERT8_UNIT_INT8_STATIC
-                         : b->qp.scheme == BERT8_SCHEME_STATIC      ? BERT8_UNIT_INT8_STATIC
-                                                                     : BERT8_UNIT_INT8_DYNAMIC;
+        b->all_int8[u] = all_int8_mode(b, u);
     }
     b->searched[ROW_FP32] = r->fp32_score;
     b->searched[ROW_INT8] = r->int8_score;
@@ -916,16 +1027,7 @@ static int quantize_budget(budget_run *b, const bert8_tokenizer *tok, const bert
     }
     free(rm);
     /* the speed cost: the result against the all-INT8 model, as bert8 bench times them */
-    if (bo->bench_seconds > 0) {
-        int64_t S = 128,
-                maxpos = info->max_position_embeddings - (info->arch == BERT8_ARCH_XLMR ? info->pad_token_id + 1 : 0);
-        if (S > maxpos) S = maxpos;
-        if (!(ids = timing_ids(info, 8, S))) goto out;
-        b->timed = (bert8_batch){8, S, ids, NULL, NULL};
-        b->threads = bert8_get_threads();
-        if (!bo->quiet) fprintf(stderr, "budget: timing the result against the all-INT8 model\n");
-        if (bench_pair(C, all, q, &b->timed, 0, bo->bench_seconds, &b->br)) goto out;
-    }
+    if (time_result(b, all, q, &ids)) goto out;
     budget_table(b);
     if (bo->report && budget_report_json(b, bo->report)) goto out;
     rc = 0;
@@ -939,7 +1041,397 @@ out:
     return rc;
 }
 
+/* ---- quantize to an embedding-fidelity budget (--min-cosine) ------------------------------
+ * No labels: a candidate is scored by how close its sentence embeddings (the folder's pooling,
+ * L2-normalized) stay to the FP32 model's on a tuning slice of text, the per-text cosine's mean
+ * and 1st percentile against targets. The score is min((mean - tm) / (1 - tm), (p1 - tp) /
+ * (1 - tp)): 1 for FP32, >= 0 exactly when both targets are met, so the library searches it with
+ * max_drop 1. The search, its progress display and the timing are those of --max-drop. */
+
+/* Embeds texts [first, first + n) with model m into out ([n][dim]). */
+static bert8_status embed_slice(const cosine_eval *ce, const bert8_model *m, int64_t first, int64_t n, float *out,
+                                char *err, size_t err_len) {
+    bert8_pipeline *pl = NULL;
+    bert8_status st = bert8_pipeline_wrap(m, ce->tok, ce->dir, &ce->pp, &pl, err, err_len);
+    if (st) return st;
+    bert8_embed_options eo = bert8_default_embed_options();
+    eo.normalize = 1;
+    st = bert8_embed(pl, n, ce->a + first, ce->b ? ce->b + first : NULL, NULL, &eo, out, err, err_len);
+    bert8_pipeline_free(pl);
+    return st;
+}
+
+/* The cosine statistics of texts [first, first + n), emb holding their embeddings at the same rows
+ * as ref. The 1st percentile is the nearest rank: the ceil(n / 100)-th smallest cosine. A text's
+ * cosine to its own FP32 embedding is exactly 1 (x / sqrt(x * x) == 1 in IEEE arithmetic). */
+static cos_stats cos_stats_of(const cosine_eval *ce, const float *emb, int64_t first, int64_t n) {
+    cos_stats s = {NAN, NAN, NAN};
+    if (n <= 0) return s;
+    const int64_t D = ce->dim;
+    double *c = ce->cos, sum = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const float *x = ce->ref + (size_t)(first + i) * (size_t)D, *y = emb + (size_t)(first + i) * (size_t)D;
+        double xy = 0, xx = 0, yy = 0;
+        for (int64_t k = 0; k < D; k++) {
+            xy += (double)x[k] * (double)y[k];
+            xx += (double)x[k] * (double)x[k];
+            yy += (double)y[k] * (double)y[k];
+        }
+        double v = xx > 0 && yy > 0 ? xy / sqrt(xx * yy) : xx == yy ? 1.0 : 0.0;
+        if (!(v <= 1)) v = isnan(v) ? -1.0 : 1.0;
+        if (v < -1) v = -1;
+        c[i] = v;
+        sum += v;
+    }
+    qsort(c, (size_t)n, sizeof *c, cmp_double);
+    int64_t k = (int64_t)ceil(0.01 * (double)n);
+    if (k < 1) k = 1;
+    s.mean = sum / (double)n;
+    s.p1 = c[k - 1];
+    s.min = c[0];
+    return s;
+}
+
+static bool cos_within(const cosine_eval *ce, cos_stats s) {
+    return s.mean >= ce->tm && (isnan(ce->tp) || s.p1 >= ce->tp);
+}
+
+static double cos_score(const cosine_eval *ce, cos_stats s) {
+    double score = (s.mean - ce->tm) / (1 - ce->tm);
+    if (!isnan(ce->tp) && (s.p1 - ce->tp) / (1 - ce->tp) < score) score = (s.p1 - ce->tp) / (1 - ce->tp);
+    /* the library allows 1e-9 of rounding on the drop: a miss must not pass for that */
+    if (!cos_within(ce, s) && !(score <= -1e-6)) score = -1e-6;
+    return score;
+}
+
+/* The evaluation callback of a cosine budget, on the tuning slice. */
+static bert8_status cosine_score(void *ctx, const bert8_model *cand, double *score, char *err, size_t err_len) {
+    cosine_eval *ce = ctx;
+    bert8_status st = embed_slice(ce, cand, 0, ce->nt, ce->emb, err, err_len);
+    if (st) return st;
+    ce->last = cos_stats_of(ce, ce->emb, 0, ce->nt);
+    *score = cos_score(ce, ce->last);
+    return BERT8_OK;
+}
+
+static const char *pooling_name(bert8_pooling p) {
+    return p == BERT8_POOLING_CLS ? "cls" : p == BERT8_POOLING_MAX ? "max" : "mean";
+}
+
+/* The shortest decimal that reads back as x (0.9999999, not %g's 1). */
+static const char *num_text(double x, char buf[32]) {
+    for (int p = 6; p <= 17; p++) {
+        snprintf(buf, 32, "%.*g", p, x);
+        if (strtod(buf, NULL) == x) break;
+    }
+    return buf;
+}
+
+/* "mean >= 0.999, 1st percentile >= 0.995" */
+static const char *cos_targets(const cosine_eval *ce, char *buf, size_t n) {
+    char a[32], b[32];
+    if (isnan(ce->tp)) snprintf(buf, n, "mean >= %s", num_text(ce->tm, a));
+    else snprintf(buf, n, "mean >= %s, 1st percentile >= %s", num_text(ce->tm, a), num_text(ce->tp, b));
+    return buf;
+}
+
+/* Searched units of a configuration (NULL: FP32) in int8_static, int8_dynamic and fp32. */
+static void mode_counts(const budget_run *b, const bert8_unit_mode *modes, int64_t c[3]) {
+    c[0] = c[1] = c[2] = 0;
+    for (int64_t u = 0; u < b->rep.n_units; u++) {
+        if (b->rep.units[u].fixed) continue;
+        bert8_unit_mode m = modes ? modes[u] : BERT8_UNIT_FP32;
+        c[m == BERT8_UNIT_INT8_STATIC ? 0 : m == BERT8_UNIT_INT8_DYNAMIC ? 1 : 2]++;
+    }
+}
+
+/* The rows of a cosine budget's table: FP32, the all-INT8 model (what `bert8 quantize` writes
+ * with the same options, the baseline of the speed cost), the search's start (every searched unit
+ * in the scheme's INT8 mode, the budget library's forms; scored on the tuning slice only) and the
+ * result. */
+enum { CROW_FP32, CROW_INT8, CROW_START, CROW_RESULT, CROWS };
+
+typedef struct cos_row {
+    const char *name, *key;
+    double score;
+    cos_stats tune, held;
+    const bert8_unit_mode *modes; /* NULL: FP32 */
+    double speed;                 /* against the all-INT8 model; NAN: not timed */
+} cos_row;
+
+static void cos_rows(const budget_run *b, cos_row rows[CROWS]) {
+    const bert8_budget_report *r = &b->rep;
+    const cos_stats none = {NAN, NAN, NAN};
+    const bench_result *br = &b->br;
+    const double unit[2] = {br->iters ? 1.0 : NAN, br->iters ? br->med[0] / br->med[1] : NAN};
+    rows[CROW_FP32] = (cos_row){"FP32", "fp32", b->searched[ROW_FP32], b->tune_cos[ROW_FP32], b->held_cos[ROW_FP32],
+                                NULL, NAN};
+    rows[CROW_INT8] = (cos_row){"all INT8", "all_int8", cos_score(&b->ce, b->tune_cos[ROW_INT8]),
+                                b->tune_cos[ROW_INT8], b->held_cos[ROW_INT8], b->int8_modes, unit[0]};
+    rows[CROW_START] = (cos_row){"search start", "search_start", r->int8_score, b->start_cos, none, b->all_int8, NAN};
+    rows[CROW_RESULT] = (cos_row){"result", "result", b->searched[ROW_RESULT], b->tune_cos[ROW_RESULT],
+                                  b->held_cos[ROW_RESULT], b->result_modes, unit[1]};
+}
+
+static void print_cos(cos_stats s) {
+    if (!isfinite(s.mean)) printf("  %9s %9s %9s", "-", "-", "-");
+    else printf("  %9.7f %9.7f %9.7f", s.mean, s.p1, s.min);
+}
+
+/* The final table of a cosine budget, on stdout. */
+static void cosine_table(const budget_run *b) {
+    const cosine_eval *ce = &b->ce;
+    char ab[32], tg[96];
+    printf("bert8 quantize %s: %s W8A8 (alpha %s), %s attention, budget: cosine to the FP32 embedding, %s\n", b->dir,
+           b->qp.scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic", alpha_name(&b->qp, ab, sizeof ab),
+           b->qp.int8_attention ? "INT8" : "FP32", cos_targets(ce, tg, sizeof tg));
+    if (b->bo.data)
+        printf("  texts: %lld lines of %s; embedding: %s pooling (the folder's), L2-normalized\n", (long long)ce->n,
+               b->bo.data, b->pooling);
+    else
+        printf("  texts: %lld held-out calibration rows of %s (after the %lld that calibrate); embedding: %s pooling "
+               "(the folder's), L2-normalized\n",
+               (long long)ce->n, b->calib, (long long)b->calib_rows, b->pooling);
+    printf("  %lld texts tune the search, %lld held out (scored only at the end)\n", (long long)b->nt, (long long)b->nh);
+    char m[32], q[32];
+    num_text(ce->tm, m);
+    num_text(ce->tp, q);
+    if (isnan(ce->tp))
+        printf("  score = (mean - %s) / (1 - %s) on the tuning slice: within the budget at >= 0, FP32 scores 1\n", m,
+               m);
+    else
+        printf("  score = min((mean - %s) / (1 - %s), (p1 - %s) / (1 - %s)) on the tuning slice: within the budget "
+               "at >= 0, FP32 scores 1\n",
+               m, m, q, q);
+    printf("  (mean, p1, min: of each text's cosine to its FP32 embedding; p1 the 1st percentile, nearest rank)\n");
+    printf("\n  %-12s  %9s  %-29s  %-29s  %-13s  %s\n", "", "", "  tuning slice cosine", "  held-out slice cosine",
+           "units moved", "speed vs");
+    printf("  %-12s  %9s  %9s %9s %9s  %9s %9s %9s  %7s %5s  %s\n", "", "score", "mean", "p1", "min", "mean", "p1",
+           "min", "dynamic", "fp32", "all INT8");
+    cos_row rows[CROWS];
+    cos_rows(b, rows);
+    for (int i = 0; i < CROWS; i++) {
+        const cos_row *w = &rows[i];
+        printf("  %-12s  ", w->name);
+        if (fabs(w->score) < 1000) printf("%9.4f", w->score);
+        else printf("%9.2e", w->score);
+        print_cos(w->tune);
+        print_cos(w->held);
+        int64_t c[3];
+        mode_counts(b, w->modes, c);
+        if (!w->modes) printf("  %7s %5s", "-", "-");
+        else printf("  %7lld %5lld", (long long)c[1], (long long)c[2]);
+        if (isfinite(w->speed)) printf("  %.3fx\n", w->speed);
+        else printf("  -\n");
+    }
+    printf("  (all INT8: what bert8 quantize writes with these options; search start: every searched unit in the\n"
+           "   scheme's INT8 form the search moves from, scored on the tuning slice only)\n");
+    printf("  the result %s the target on the held-out slice\n",
+               !isfinite(b->held_cos[ROW_RESULT].mean) ? "is not scored against (none held out)"
+               : cos_within(ce, b->held_cos[ROW_RESULT]) ? "also meets" : "misses");
+    search_table(b, "score drop", 4);
+}
+
+static void json_cos(cJSON *o, const char *name, cos_stats s) {
+    if (!isfinite(s.mean)) return;
+    cJSON *x = cJSON_AddObjectToObject(o, name);
+    if (!x) return;
+    cJSON_AddNumberToObject(x, "mean", s.mean);
+    cJSON_AddNumberToObject(x, "p1", s.p1);
+    cJSON_AddNumberToObject(x, "min", s.min);
+}
+
+static int cosine_report_json(const budget_run *b, const char *path) {
+    const bert8_budget_report *r = &b->rep;
+    const cosine_eval *ce = &b->ce;
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return cli_error("quantize", "out of memory");
+    char ab[32];
+    cJSON_AddStringToObject(o, "model", b->dir);
+    cJSON_AddStringToObject(o, "budget", "min_cosine");
+    cJSON_AddNumberToObject(o, "min_cosine_mean", ce->tm);
+    if (isnan(ce->tp)) cJSON_AddNullToObject(o, "min_cosine_p1");
+    else cJSON_AddNumberToObject(o, "min_cosine_p1", ce->tp);
+    cJSON_AddStringToObject(o, "percentile", "nearest-rank");
+    cJSON_AddStringToObject(o, "pooling", b->pooling);
+    cJSON_AddBoolToObject(o, "normalized", 1);
+    cJSON_AddStringToObject(o, "texts", b->bo.data ? b->bo.data : "held-out calibration text");
+    cJSON_AddStringToObject(o, "calib", b->calib);
+    cJSON_AddNumberToObject(o, "calib_rows", (double)b->calib_rows);
+    cJSON_AddStringToObject(o, "scheme", b->qp.scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic");
+    cJSON_AddStringToObject(o, "alpha", alpha_name(&b->qp, ab, sizeof ab));
+    cJSON_AddStringToObject(o, "attention", b->qp.int8_attention ? "int8" : "fp32");
+    cJSON_AddNumberToObject(o, "tune_texts", (double)b->nt);
+    cJSON_AddNumberToObject(o, "held_out_texts", (double)b->nh);
+    cJSON_AddNumberToObject(o, "evaluations", (double)r->evaluations);
+    cJSON_AddStringToObject(o, "ranking_used", r->chosen >= 0 ? bert8_ranking_name(r->trials[r->chosen].ranking) : "none");
+    cos_row rows[CROWS];
+    cos_rows(b, rows);
+    for (int i = 0; i < CROWS; i++) {
+        const cos_row *w = &rows[i];
+        cJSON *s = cJSON_AddObjectToObject(o, w->key);
+        if (!s) continue;
+        cJSON_AddNumberToObject(s, "score", w->score);
+        json_cos(s, "tune", w->tune);
+        json_cos(s, "held_out", w->held);
+        int64_t c[3];
+        mode_counts(b, w->modes, c);
+        cJSON_AddNumberToObject(s, "int8_static", (double)c[0]);
+        cJSON_AddNumberToObject(s, "int8_dynamic", (double)c[1]);
+        cJSON_AddNumberToObject(s, "fp32", (double)c[2]);
+        if (isfinite(w->speed)) cJSON_AddNumberToObject(s, "speed_over_all_int8", w->speed);
+    }
+    json_search(o, b, "score_drop");
+    return json_write(o, path);
+}
+
+/* The search to a cosine budget over the texts ev (held-out calibration text or --eval-data). */
+static int quantize_cosine(budget_run *b, const bert8_tokenizer *tok, const bert8_batch *batches, int64_t nb,
+                           const texts *ev) {
+    const char *C = "quantize";
+    const bert8_model_info *info = bert8_model_get_info(b->m);
+    const budget_opts *bo = &b->bo;
+    cosine_eval *ce = &b->ce;
+    bert8_model *q = NULL, *all = NULL;
+    bert8_pipeline *pl = NULL;
+    int32_t *ids = NULL;
+    int rc = 1;
+    char err[1024], tg[96];
+    bert8_status st;
+    for (int i = 0; i < ROWS; i++) {
+        b->searched[i] = b->tune_plain[i] = b->held_plain[i] = NAN;
+        b->tune_cos[i] = b->held_cos[i] = (cos_stats){NAN, NAN, NAN};
+    }
+    const int64_t n = ev->n;
+    if (!split_slices(n, bo->tune_fraction, &b->tune, &b->nt, &b->held, &b->nh)) return cli_error(C, "out of memory");
+    if (b->nh == 0 && !bo->quiet)
+        fprintf(stderr, "bert8 quantize: warning: --tune-fraction %g leaves no held-out text; every cosine "
+                        "reported is on the text the search tuned on\n", bo->tune_fraction);
+    /* the texts, the tuning slice first */
+    bool pairs = false;
+    for (int64_t i = 0; i < n; i++) pairs = pairs || ev->b[i];
+    ce->a = calloc((size_t)n, sizeof *ce->a);
+    ce->b = pairs ? calloc((size_t)n, sizeof *ce->b) : NULL;
+    if (!ce->a || (pairs && !ce->b)) return cli_error(C, "out of memory");
+    for (int64_t k = 0; k < n; k++) {
+        const int64_t i = k < b->nt ? b->tune[k] : b->held[k - b->nt];
+        ce->a[k] = (bert8_text){ev->a[i], strlen(ev->a[i])};
+        if (pairs) ce->b[k] = ev->b[i] ? (bert8_text){ev->b[i], strlen(ev->b[i])} : (bert8_text){NULL, 0};
+    }
+    int64_t max_tokens = bert8_tokenizer_model_max_length(tok);
+    if (max_tokens <= 0 || info->max_seq_len < max_tokens) max_tokens = info->max_seq_len;
+    text_runner_opts ro = {b->threads, bo->batch, 0, BERT8_POOLING_DEFAULT, -1, 0};
+    ce->tok = tok;
+    ce->dir = b->dir;
+    ce->pp = text_runner_pipeline_params(&ro, max_tokens);
+    ce->n = n;
+    ce->nt = b->nt;
+    ce->tm = bo->min_mean;
+    ce->tp = bo->min_p1;
+    /* the FP32 embeddings, once */
+    if ((st = bert8_pipeline_wrap(b->m, tok, b->dir, &ce->pp, &pl, err, sizeof err)))
+        return cli_error(C, "%s (%s)", err, bert8_status_string(st));
+    ce->dim = bert8_pipeline_get_info(pl)->dim;
+    b->pooling = pooling_name(bert8_pipeline_get_info(pl)->pooling);
+    bert8_pipeline_free(pl);
+    const size_t ne = (size_t)n * (size_t)ce->dim;
+    if (!(ce->ref = malloc(ne * sizeof *ce->ref + 1)) || !(ce->emb = malloc(ne * sizeof *ce->emb + 1)) ||
+        !(ce->cos = malloc((size_t)n * sizeof *ce->cos + 1)))
+        return cli_error(C, "out of memory");
+    if (!bo->quiet)
+        fprintf(stderr, "budget: embedding %lld texts with the FP32 model (%s pooling, L2-normalized)\n", (long long)n,
+                b->pooling);
+    if ((st = embed_slice(ce, b->m, 0, n, ce->ref, err, sizeof err)))
+        return cli_error(C, "embedding with the FP32 model: %s (%s)", err, bert8_status_string(st));
+    if (!bo->quiet)
+        fprintf(stderr, "budget: cosine to the FP32 embedding on %lld tuning texts (%lld held out), %s\n",
+                (long long)b->nt, (long long)b->nh, cos_targets(ce, tg, sizeof tg));
+    /* the search: FP32 scores 1, a configuration is within the budget at a score >= 0 */
+    budget_view view = {b->m, bo->quiet, 4, &ce->last, &b->start_cos};
+    bert8_budget_params bp = bert8_default_budget_params();
+    bp.max_drop = 1;
+    bp.ranking = bo->ranking;
+    bp.allow_dynamic = bo->allow_dynamic;
+    bp.trim = bo->trim;
+    bp.eval = cosine_score;
+    bp.eval_ctx = ce;
+    bp.progress = budget_progress;
+    bp.progress_ctx = &view;
+    st = bert8_quantize_budget(b->m, batches, (size_t)nb, &b->qp, &bp, &q, &b->rep, err, sizeof err);
+    const bert8_budget_report *r = &b->rep;
+    if (st == BERT8_ERR_UNSUPPORTED && r->n_units > 0 && r->units) {
+        bool fp32 = true;
+        for (int64_t u = 0; u < r->n_units; u++) fp32 = fp32 && r->units[u].mode == BERT8_UNIT_FP32;
+        if (fp32) {
+            cli_error(C, "--min-cosine: no configuration with an INT8 unit reaches %s on the tuning slice, only "
+                         "the FP32 model does: use the FP32 model or a lower target",
+                      cos_targets(ce, tg, sizeof tg));
+            goto out;
+        }
+    }
+    if (st) {
+        cli_error(C, "%s (%s)", err, bert8_status_string(st));
+        goto out;
+    }
+    if ((st = bert8_model_save(q, b->outdir, err, sizeof err))) {
+        cli_error(C, "%s (%s)", err, bert8_status_string(st));
+        goto out;
+    }
+    if (!bo->quiet) fprintf(stderr, "budget: wrote %s; scoring the held-out slice\n", b->outdir);
+    if (!(b->all_int8 = malloc((size_t)r->n_units * sizeof *b->all_int8 + 1))) {
+        cli_error(C, "out of memory");
+        goto out;
+    }
+    for (int64_t u = 0; u < r->n_units; u++) b->all_int8[u] = all_int8_mode(b, u);
+    b->searched[ROW_FP32] = r->fp32_score;
+    b->searched[ROW_INT8] = r->int8_score;
+    b->searched[ROW_RESULT] = r->score;
+    for (int i = 0; i < r->n_trials; i++) b->searched[ROW_TRIAL0 + i] = r->trials[i].score;
+    /* FP32 (its own embeddings: 1), the all-INT8 model (also the baseline of the speed cost) and
+     * the result, on both slices */
+    b->tune_cos[ROW_FP32] = cos_stats_of(ce, ce->ref, 0, b->nt);
+    b->held_cos[ROW_FP32] = cos_stats_of(ce, ce->ref, b->nt, b->nh);
+    /* the all-INT8 model as bert8_quantize makes it (the same calibration) */
+    bert8_quant_params qa = b->qp;
+    qa.progress = 0;
+    if ((st = bert8_quantize(b->m, batches, (size_t)nb, &qa, &all, err, sizeof err))) {
+        cli_error(C, "the all-INT8 model: %s (%s)", err, bert8_status_string(st));
+        goto out;
+    }
+    if (!(b->int8_modes = modes_of(all)) || !(b->result_modes = modes_of(q))) {
+        cli_error(C, "out of memory");
+        goto out;
+    }
+    const bert8_model *models[2] = {all, q};
+    const int rows[2] = {ROW_INT8, ROW_RESULT};
+    for (int i = 0; i < 2; i++) {
+        if ((st = embed_slice(ce, models[i], 0, n, ce->emb, err, sizeof err))) {
+            cli_error(C, "embedding with the %s model: %s (%s)", i ? "result" : "all-INT8", err,
+                      bert8_status_string(st));
+            goto out;
+        }
+        b->tune_cos[rows[i]] = cos_stats_of(ce, ce->emb, 0, b->nt);
+        b->held_cos[rows[i]] = cos_stats_of(ce, ce->emb, b->nt, b->nh);
+    }
+    if (time_result(b, all, q, &ids)) goto out;
+    cosine_table(b);
+    if (bo->report && cosine_report_json(b, bo->report)) goto out;
+    rc = 0;
+out:
+    free(ids);
+    bert8_model_free(all);
+    bert8_model_free(q);
+    return rc;
+}
+
 static void budget_run_free(budget_run *b) {
+    free(b->ce.a);
+    free(b->ce.b);
+    free(b->ce.ref);
+    free(b->ce.emb);
+    free(b->ce.cos);
+    free(b->int8_modes);
+    free(b->result_modes);
     eval_set_free(&b->es);
     free(b->tune);
     free(b->held);
@@ -1020,6 +1512,7 @@ int cmd_quantize(int argc, char **argv) {
     const char *frac_s = cli_opt(&a, "--tune-fraction"), *rank_s = cli_opt(&a, "--ranking");
     const char *report = cli_opt(&a, "--report"), *bench_s = cli_opt(&a, "--bench-seconds");
     const char *tscore_s = cli_opt(&a, "--tune-score");
+    const char *mincos_s = cli_opt(&a, "--min-cosine");
     bool no_dynamic = cli_flag(&a, "--no-dynamic"), no_trim = cli_flag(&a, "--no-trim");
     bool quiet = cli_flag(&a, "--quiet");
     const char *dir = cli_positional(&a), *left = cli_leftover(&a);
@@ -1039,20 +1532,28 @@ int cmd_quantize(int argc, char **argv) {
     if (!parse_attention(C, att, &p.int8_attention) || !parse_embeddings(C, emb, &p.int8_embeddings) ||
         !parse_weight_bits(C, wbits, &p.weight_bits) || !parse_ffn_out(C, ffn_out, &p.ffn_out_per_token))
         return 1;
-    if (umodes && (drop_s || ffn_out)) return cli_error(C, "--unit-modes takes neither --max-drop nor --ffn-out");
+    if (umodes && (drop_s || mincos_s || ffn_out))
+        return cli_error(C, "--unit-modes takes neither --max-drop, --min-cosine nor --ffn-out");
+    if (drop_s && mincos_s) return cli_error(C, "--min-cosine and --max-drop are mutually exclusive: give one budget");
     budget_run br = {.dir = dir, .outdir = outdir, .qp = p};
     budget_opts *bo = &br.bo;
     *bo = (budget_opts){.tune_fraction = 0.5, .bench_seconds = 10, .task = task_s, .data = edata, .split = esplit,
                         .report = report, .batch = 32, .ranking = BERT8_RANK_BOTH, .allow_dynamic = !no_dynamic,
                         .trim = !no_trim, .conservative = true, .quiet = quiet};
-    if (!drop_s && (task_s || edata || esplit || elimit_s || ebatch_s || frac_s || rank_s || report || bench_s ||
-                    tscore_s || no_dynamic || no_trim))
+    if (!drop_s && !mincos_s && (task_s || edata || esplit || elimit_s || ebatch_s || frac_s || rank_s || report ||
+                                 bench_s || tscore_s || no_dynamic || no_trim))
         return cli_error(C, "--eval-*, --tune-fraction, --tune-score, --ranking, --report, --bench-seconds, "
-                            "--no-dynamic and --no-trim belong to --max-drop POINTS");
-    if (drop_s) {
-        if (!parse_points(C, "--max-drop", drop_s, 0, 100, &bo->max_drop)) return 1;
-        if (!task_s || !*task_s) return cli_error(C, "--max-drop needs --eval-task sst2|xnli|mrpc|stsb|squad");
-        if (!edata || !*edata) return cli_error(C, "--max-drop needs --eval-data PATH");
+                            "--no-dynamic and --no-trim belong to --max-drop POINTS or --min-cosine MEAN[,P1]");
+    if (mincos_s) {
+        if (task_s)
+            return cli_error(C, "--eval-task makes no sense with --min-cosine: the score is the cosine to the FP32 "
+                                "embeddings, no task metric (--eval-data gives plain text)");
+        if (esplit || tscore_s) return cli_error(C, "--eval-split and --tune-score belong to --max-drop");
+        if (!parse_min_cosine(C, mincos_s, &bo->min_mean, &bo->min_p1)) return 1;
+        bo->cosine = true;
+        bo->limit = 512;
+    }
+    if (drop_s || mincos_s) {
         if (frac_s && !parse_points(C, "--tune-fraction", frac_s, 0.01, 1, &bo->tune_fraction)) return 1;
         if (bench_s && !parse_points(C, "--bench-seconds", bench_s, 0, 3600, &bo->bench_seconds)) return 1;
         if (elimit_s && !cli_int(C, "--eval-limit", elimit_s, 1, 1L << 40, &bo->limit)) return 1;
@@ -1061,16 +1562,38 @@ int cmd_quantize(int argc, char **argv) {
         else if (rank_s && !strcmp(rank_s, "output-error")) bo->ranking = BERT8_RANK_OUTPUT_ERROR;
         else if (rank_s && !strcmp(rank_s, "metric")) bo->ranking = BERT8_RANK_METRIC;
         else if (rank_s) return cli_error(C, "--ranking must be both, output-error or metric, not \"%s\"", rank_s);
+        if (mincos_s && bo->limit < 32)
+            return cli_error(C, "--min-cosine needs held-out text: --eval-limit %ld leaves fewer than 32 texts",
+                             bo->limit);
+    }
+    if (drop_s) {
+        if (!parse_points(C, "--max-drop", drop_s, 0, 100, &bo->max_drop)) return 1;
+        if (!task_s || !*task_s) return cli_error(C, "--max-drop needs --eval-task sst2|xnli|mrpc|stsb|squad");
+        if (!edata || !*edata) return cli_error(C, "--max-drop needs --eval-data PATH");
         if (tscore_s && strcmp(tscore_s, "conservative") && strcmp(tscore_s, "plain"))
             return cli_error(C, "--tune-score must be conservative or plain, not \"%s\"", tscore_s);
         bo->conservative = !tscore_s || !strcmp(tscore_s, "conservative");
     }
-    texts t = {0};
-    int rc = read_texts(C, calib, columns, samples, &t);
+    /* --min-cosine scores held-out text: the calibration file's rows after the first --samples, or
+     * the --eval-data lines (read as --calib is) */
+    texts t = {0}, ev = {0};
+    int rc = read_texts(C, calib, columns, mincos_s && !edata ? samples + bo->limit : samples, &t);
+    if (!rc && mincos_s && edata) rc = read_texts(C, edata, columns, bo->limit, &ev);
+    if (!rc && mincos_s && !edata && t.n > samples) {
+        ev.a = t.a + samples, ev.b = t.b + samples, ev.n = t.n - samples; /* still owned by t */
+    }
+    if (!rc && mincos_s && ev.n < 32)
+        rc = cli_error(C, "--min-cosine needs held-out text: give --eval-data or fewer --samples (%lld text%s "
+                          "left to score, at least 32 needed)",
+                       (long long)ev.n, ev.n == 1 ? "" : "s");
     if (rc) {
+        if (edata && mincos_s) texts_free(&ev);
         texts_free(&t);
         return rc;
     }
+    /* only the first --samples rows calibrate */
+    texts calib_t = t;
+    if (calib_t.n > samples) calib_t.n = samples;
     bert8_model *m = cli_load_model(C, dir, (int)threads), *q = NULL;
     bert8_tokenizer *tok = NULL;
     bert8_encoding *encs = NULL;
@@ -1084,13 +1607,15 @@ int cmd_quantize(int argc, char **argv) {
         goto out;
     }
     if (maxlen > bert8_model_get_info(m)->max_seq_len) maxlen = bert8_model_get_info(m)->max_seq_len;
-    if (make_batches(C, tok, &t, maxlen, 16, &encs, &batches, &nb)) goto out;
+    if (make_batches(C, tok, &calib_t, maxlen, 16, &encs, &batches, &nb)) goto out;
     resolve_attention(m, &p.int8_attention);
     resolve_attention(m, &br.qp.int8_attention);
-    if (drop_s) {
+    if (drop_s || mincos_s) {
         br.m = m;
         br.threads = (int)threads;
-        rc = quantize_budget(&br, tok, batches, nb);
+        br.calib = calib;
+        br.calib_rows = calib_t.n;
+        rc = mincos_s ? quantize_cosine(&br, tok, batches, nb, &ev) : quantize_budget(&br, tok, batches, nb);
         budget_run_free(&br);
         goto out;
     }
@@ -1130,6 +1655,7 @@ out:
     bert8_tokenizer_free(tok);
     bert8_model_free(q);
     bert8_model_free(m);
+    if (mincos_s && edata) texts_free(&ev);
     texts_free(&t);
     return rc;
 }

@@ -127,10 +127,17 @@ static void search_free(search *S) {
     free(S->seen);
 }
 
-/* The modes a unit steps through, safest last; returns how many. */
+/* The modes a unit steps through, safest last; returns how many. A static scheme's FFN-out
+ * starts per token, as bert8_quantize makes it (ffn_out_per_token). */
 static int ladder_of(const search *S, int64_t u, bert8_unit_mode lad[3]) {
-    if (b8_unit_table[u % B8_UNITS_PER_LAYER].kind == B8_UNIT_ATTENTION) {
+    const b8_unit_desc *d = &b8_unit_table[u % B8_UNITS_PER_LAYER];
+    if (d->kind == B8_UNIT_ATTENTION) {
         lad[0] = BERT8_UNIT_INT8_STATIC;
+        lad[1] = BERT8_UNIT_FP32;
+        return 2;
+    }
+    if (d->group == B8_GROUP_FFN_OUT && S->qp->scheme == BERT8_SCHEME_STATIC && S->qp->ffn_out_per_token) {
+        lad[0] = BERT8_UNIT_INT8_DYNAMIC;
         lad[1] = BERT8_UNIT_FP32;
         return 2;
     }
@@ -325,13 +332,15 @@ static bert8_status prepare_forms(search *S, const b8_calib *cs, bert8_budget_un
             b8_group_dims(d->group, m->cfg.hidden_size, m->cfg.intermediate_size, &n, &k);
             if ((st = b8_layer_group_fp32(m, l, d->group, &w, &b, &owned, S->e))) break;
             const b8_site_stats *ss = b8_calib_site(cs, l, b8_group_table[d->group].site);
-            for (int r = 0; r < S->rungs && !st; r++) {
-                const bert8_unit_mode mode = S->ladder[r];
+            bert8_unit_mode lad[3];
+            const int nl = ladder_of(S, u, lad);
+            for (int r = 0; r < nl && !st; r++) {
+                const bert8_unit_mode mode = lad[r];
                 if (mode == BERT8_UNIT_FP32) continue;
                 st = b8_quantize_group(w, b, n, k, ss, S->qp, b8_qmode_of_unit_mode(mode), b8_group_zero_ok(d->group),
                                        &S->forms[u][mode].q, S->e);
             }
-            if (!st) st = b8_group_output_error(w, n, k, ss, S->forms[u][S->ladder[0]].q, &units[u].output_error, S->e);
+            if (!st) st = b8_group_output_error(w, n, k, ss, S->forms[u][lad[0]].q, &units[u].output_error, S->e);
             if (owned) {
                 b8_free_aligned((void *)w);
                 b8_free_aligned((void *)b);
