@@ -387,10 +387,42 @@ TEST(corrupted_quantized_files_rejected) {
     golden_set_free(&cs);
 }
 
+/* A static FFN-out's input zero point: saved, loaded back, and refused when damaged. */
+TEST(damaged_input_zero_point_rejected) {
+    char err[1024], good[512], bad[512];
+    bert8_model *f = NULL, *q = NULL;
+    CHECKF(bert8_model_load(tu_shared_path("golden/models/bert_seqcls"), NULL, &f, err, sizeof err) == 0, "%s", err);
+    if (!f) return;
+    golden_set cs;
+    golden_set_load(&cs, "bert_seqcls");
+    bert8_quant_params p = bert8_default_quant_params();
+    p.ffn_out_per_token = 0;
+    CHECKF(bert8_quantize(f, cs.b, (size_t)cs.n, &p, &q, err, sizeof err) == 0, "%s", err);
+    snprintf(good, sizeof good, "%s/zp-good", tu_tmpdir());
+    CHECKF(q && bert8_model_save(q, good, err, sizeof err) == 0, "%s", err);
+    snprintf(bad, sizeof bad, "%s/zp-bad", tu_tmpdir());
+    const char *zp = "bert.encoder.layer.0.output.dense.input_zero_point";
+    corrupt_copy(good, bad, zp, CORRUPT_NAN);
+    expect_rejected(bad, "input_zero_point", "NaN input_zero_point");
+    corrupt_copy(good, bad, zp, CORRUPT_INF);
+    expect_rejected(bad, "is not an integer in [-127, 127]", "infinite input_zero_point");
+    corrupt_copy(good, bad, zp, CORRUPT_SHAPE);
+    expect_rejected(bad, "input_zero_point", "wrong-shape input_zero_point");
+    /* dropped: the folder loads, symmetric (a version 3 folder has none) */
+    corrupt_copy(good, bad, zp, CORRUPT_DROP);
+    bert8_model *r = NULL;
+    CHECKF(bert8_model_load(bad, NULL, &r, err, sizeof err) == 0, "%s", err);
+    bert8_model_free(r);
+    bert8_model_free(q);
+    bert8_model_free(f);
+    golden_set_free(&cs);
+}
+
 int main(void) {
     RUN(int8_models_agree_with_fp32);
     RUN(quantized_folder_roundtrips);
     RUN(default_attention_is_int8_where_the_head_size_allows);
     RUN(corrupted_quantized_files_rejected);
+    RUN(damaged_input_zero_point_rejected);
     return tu_finish();
 }

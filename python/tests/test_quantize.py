@@ -105,3 +105,28 @@ def test_quantize_weight_bits_7_equals_the_cli_and_keeps_weights_within_64(tmp_p
                         "--weight-bits", "4"], capture_output=True, text=True)
     assert r.returncode != 0 and "--weight-bits must be 7 or 8" in r.stderr
     assert not (tmp_path / "bad").exists()
+
+
+def test_quantize_ffn_out_static_equals_the_cli_and_has_a_zero_point(tmp_path):
+    require(SST2), require(CALIB), require(CLI)
+    q = bert8.quantize(SST2, tmp_path / "py", calib=CALIB, samples=32, progress=False, ffn_out="static")
+    assert q.info.quantized
+    subprocess.run([str(CLI), "quantize", str(SST2), "-o", str(tmp_path / "cli"), "--calib", str(CALIB),
+                    "--samples", "32", "--ffn-out", "static", "--quiet"], check=True, capture_output=True)
+    assert (tmp_path / "py" / "model.safetensors").read_bytes() == (tmp_path / "cli" / "model.safetensors").read_bytes()
+    qc = json.loads((tmp_path / "py" / "quantization_config.json").read_text())
+    assert qc["version"] == 4
+    assert all(layer["ffn_out"]["mode"] == "int8_static" for layer in qc["layers"])
+    assert b"input_zero_point" in (tmp_path / "py" / "model.safetensors").read_bytes()[:65536]
+    # the default quantizes FFN-out's input per token
+    d = bert8.quantize(SST2, tmp_path / "default", calib=CALIB, samples=32, progress=False)
+    qd = json.loads((tmp_path / "default" / "quantization_config.json").read_text())
+    assert d.info.scheme == "static"
+    assert all(layer["ffn_out"]["mode"] == "int8_dynamic" and layer["qkv"]["mode"] == "int8_static"
+               for layer in qd["layers"])
+    with pytest.raises(ValueError, match="ffn_out"):
+        bert8.quantize(SST2, tmp_path / "x", calib=CALIB, samples=8, progress=False, ffn_out="per-token")
+    r = subprocess.run([str(CLI), "quantize", str(SST2), "-o", str(tmp_path / "bad"), "--calib", str(CALIB),
+                        "--ffn-out", "fp16"], capture_output=True, text=True)
+    assert r.returncode != 0 and "--ffn-out must be" in r.stderr
+    assert not (tmp_path / "bad").exists()
