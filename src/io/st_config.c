@@ -86,3 +86,29 @@ bert8_status b8_st_config_read(const char *dir, b8_st_pool *pool, bool *normaliz
     }
     return BERT8_OK;
 }
+
+bert8_status b8_st_max_seq_length(const char *dir, int64_t *n, b8_err *e) {
+    char path[4096];
+    bool absent;
+    *n = 0;
+    snprintf(path, sizeof path, "%s/sentence_bert_config.json", dir);
+    char *text = read_small(path, &absent, e);
+    if (!text) return absent ? BERT8_OK : (e ? e->status : BERT8_ERR_IO);
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    bert8_status st = BERT8_OK;
+    if (!root || !cJSON_IsObject(root)) {
+        st = b8_fail(e, BERT8_ERR_FORMAT, "%s is not a JSON object", path);
+    } else {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "max_seq_length");
+        if (v && !cJSON_IsNull(v)) {
+            const double d = cJSON_IsNumber(v) ? v->valuedouble : -1;
+            if (!(d >= 1 && d <= 1048576) || d != (double)(int64_t)d)
+                st = b8_fail(e, BERT8_ERR_FORMAT, "%s: max_seq_length must be a positive integer", path);
+            else
+                *n = (int64_t)d;
+        }
+    }
+    cJSON_Delete(root);
+    return st;
+}

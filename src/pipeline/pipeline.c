@@ -72,6 +72,11 @@ static bert8_status setup(bert8_pipeline *pl, const char *dir, const bert8_pipel
     in->num_labels = mi->head == BERT8_HEAD_SEQ_CLS || mi->head == BERT8_HEAD_TOKEN_CLS ? mi->num_labels : 0;
     int64_t max_len = bert8_tokenizer_model_max_length(pl->tok);
     if (max_len <= 0 || max_len > mi->max_seq_len) max_len = mi->max_seq_len;
+    /* a sentence-transformers folder truncates where its sentence_bert_config.json says (256 for
+     * all-MiniLM-L6-v2, whose tokenizer allows 512), unless the caller chose a length */
+    int64_t st_len = 0;
+    if (dir && p.max_length == 0 && (st = b8_st_max_seq_length(dir, &st_len, e))) return st;
+    if (st_len > 0 && st_len < max_len) max_len = st_len;
     if (p.max_length > 0) {
         if (p.max_length > max_len)
             return b8_fail(e, BERT8_ERR_TOO_LARGE, "max_length %lld exceeds the model's limit of %lld tokens",
