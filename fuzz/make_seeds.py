@@ -177,6 +177,13 @@ def seeds_config():
         d[k] = "@V@"
         put("config", "edge_" + name, json.dumps(d, indent=2).replace('"@V@"', v))
     put("config", "edge_minimal_distilbert", '{"model_type":"distilbert"}')
+    put("config", "edge_minimal_camembert", '{"model_type":"camembert"}')
+    put("config", "edge_mpnet", json.dumps({"model_type": "mpnet", "hidden_size": 64, "num_hidden_layers": 2,
+                                             "num_attention_heads": 4, "intermediate_size": 96, "pad_token_id": 1,
+                                             "max_position_embeddings": 130, "relative_attention_num_buckets": 32,
+                                             "layer_norm_eps": 1e-5}, indent=2))
+    put("config", "edge_mpnet_bad_buckets", '{"model_type":"mpnet","relative_attention_num_buckets":1}')
+    put("config", "edge_roberta_pad_past_positions", '{"model_type":"roberta","pad_token_id":600,"max_position_embeddings":514}')
     put("config", "edge_id2label_sparse",
         text.replace('"id2label": {', '"id2label": {"7": "X", ', 1))
 

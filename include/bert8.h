@@ -68,7 +68,17 @@ int bert8_utf8_valid(const char *s, size_t len, size_t *bad_offset);
 
 typedef struct bert8_model bert8_model;
 
-typedef enum bert8_arch { BERT8_ARCH_BERT, BERT8_ARCH_DISTILBERT, BERT8_ARCH_XLMR } bert8_arch;
+typedef enum bert8_arch {
+    BERT8_ARCH_BERT,
+    BERT8_ARCH_DISTILBERT,
+    BERT8_ARCH_XLMR,
+    BERT8_ARCH_ROBERTA,
+    BERT8_ARCH_CAMEMBERT,
+    BERT8_ARCH_MPNET
+} bert8_arch;
+
+/* "bert", "distilbert", "xlm-roberta", "roberta", "camembert", "mpnet"; "unknown" otherwise. */
+const char *bert8_arch_name(bert8_arch arch);
 
 typedef enum bert8_head {
     BERT8_HEAD_BASE,      /* last_hidden_state (+ pooler_output when the pooler exists) */

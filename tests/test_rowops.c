@@ -130,24 +130,28 @@ TEST(attention_twins_bit_exact_and_correct) {
             float *c1 = calloc((size_t)(T * ldo), sizeof(float)), *c2 = calloc((size_t)(T * ldo), sizeof(float));
             float *scr = malloc(sizeof(float) * b8_attention_scratch_floats(T, d));
             int32_t *mask = malloc(sizeof(int32_t) * (size_t)T);
+            float *relv = malloc(sizeof(float) * (size_t)(2 * T - 1)); /* a relative-position bias (MPNet) */
             for (int64_t i = 0; i < T * ld; i++) qkv[i] = frand(1.5f);
+            for (int64_t i = 0; i < 2 * T - 1; i++) relv[i] = 0.8f * sinf(0.7f * (float)i); /* outside frand: the other data stay as before */
             for (int64_t j = 0; j < T; j++) mask[j] = j == 0 || j % 4 != 2;
             float alpha = 1.0f / sqrtf((float)d);
-            for (int mode = 0; mode < 2; mode++) {
+            for (int cfg = 0; cfg < 4; cfg++) {
+                const int mode = cfg & 1;
+                const float *rel = cfg & 2 ? relv : NULL;
                 const int32_t *mk = mode ? mask : NULL;
-                b8_attention_head__scalar(qkv, qkv + d, qkv + 2 * d, ld, T, d, alpha, mk, (b8_mask_mode)mode, c1, ldo, scr);
+                b8_attention_head__scalar(qkv, qkv + d, qkv + 2 * d, ld, T, d, alpha, mk, (b8_mask_mode)mode, rel, c1, ldo, scr);
                 if (b8_cpu_allows(B8_ISA_AVX512)) {
-                    b8_attention_head__avx512(qkv, qkv + d, qkv + 2 * d, ld, T, d, alpha, mk, (b8_mask_mode)mode, c2,
+                    b8_attention_head__avx512(qkv, qkv + d, qkv + 2 * d, ld, T, d, alpha, mk, (b8_mask_mode)mode, rel, c2,
                                               ldo, scr);
-                    CHECKF(memcmp(c1, c2, sizeof(float) * (size_t)(T * ldo)) == 0, "T=%lld d=%lld mode=%d",
-                           (long long)T, (long long)d, mode);
+                    CHECKF(memcmp(c1, c2, sizeof(float) * (size_t)(T * ldo)) == 0, "T=%lld d=%lld cfg=%d",
+                           (long long)T, (long long)d, cfg);
                 }
                 if (b8_cpu_allows(B8_ISA_AVX2)) {
                     memset(c2, 0, sizeof(float) * (size_t)(T * ldo));
-                    b8_attention_head__avx2(qkv, qkv + d, qkv + 2 * d, ld, T, d, alpha, mk, (b8_mask_mode)mode, c2, ldo,
+                    b8_attention_head__avx2(qkv, qkv + d, qkv + 2 * d, ld, T, d, alpha, mk, (b8_mask_mode)mode, rel, c2, ldo,
                                             scr);
-                    CHECKF(memcmp(c1, c2, sizeof(float) * (size_t)(T * ldo)) == 0, "avx2 T=%lld d=%lld mode=%d",
-                           (long long)T, (long long)d, mode);
+                    CHECKF(memcmp(c1, c2, sizeof(float) * (size_t)(T * ldo)) == 0, "avx2 T=%lld d=%lld cfg=%d",
+                           (long long)T, (long long)d, cfg);
                 }
                 /* against double-precision attention */
                 for (int64_t i = 0; i < T; i += (T > 8 ? 7 : 1)) {
@@ -155,7 +159,7 @@ TEST(attention_twins_bit_exact_and_correct) {
                     for (int64_t j = 0; j < T; j++) {
                         double a = 0;
                         for (int64_t k = 0; k < d; k++) a += (double)qkv[i * ld + k] * qkv[j * ld + d + k];
-                        sc[j] = mk && !mk[j] ? -1e300 : a * alpha;
+                        sc[j] = mk && !mk[j] ? -1e300 : a * alpha + (rel ? rel[T - 1 + j - i] : 0.0);
                         if (sc[j] > mx) mx = sc[j];
                     }
                     for (int64_t j = 0; j < T; j++) sum += (sc[j] = exp(sc[j] - mx));
@@ -169,7 +173,7 @@ TEST(attention_twins_bit_exact_and_correct) {
                 /* the stride gap of ctx is never written */
                 if (ldo > d) CHECK(c1[ldo - 1] == 0.0f);
             }
-            free(qkv), free(c1), free(c2), free(scr), free(mask);
+            free(qkv), free(c1), free(c2), free(scr), free(mask), free(relv);
         }
 }
 
@@ -187,7 +191,9 @@ TEST(int8_attention_twins_bit_exact_and_close_to_fp32) {
             float *mul = malloc((size_t)d * sizeof(float));
             void *scr = b8_malloc_aligned(b8_attention_s8_scratch_bytes(T, d));
             int32_t *mask = malloc(sizeof(int32_t) * (size_t)T);
+            float *relv = malloc(sizeof(float) * (size_t)(2 * T - 1)); /* a relative-position bias (MPNet) */
             for (int64_t i = 0; i < T * ld; i++) qkv[i] = (int8_t)(frand(254.0f));
+            for (int64_t i = 0; i < 2 * T - 1; i++) relv[i] = 0.8f * sinf(0.7f * (float)i); /* outside frand: the other data stay as before */
             for (int64_t j = 0; j < T; j++) mask[j] = j == 0 || j % 4 != 2;
             for (int64_t k = 0; k < d; k++) mul[k] = 40.0f + frand(30.0f);
             const float sq = 0.02f, sk = 0.015f, sv = 0.03f;
@@ -196,8 +202,11 @@ TEST(int8_attention_twins_bit_exact_and_close_to_fp32) {
             float *ch = malloc((size_t)d * sizeof(float)), *mulch = malloc((size_t)d * sizeof(float));
             for (int64_t k = 0; k < d; k++) ch[k] = (k % 5 == 0 ? 0.5f : 0.002f) + 0.01f * frand(1.0f), mulch[k] = mul[k] * ch[k];
             for (int perch = 0; perch < 2; perch++)
-            for (int mode = 0; mode < 2; mode++) {
-                b8_attn_s8_params p = {sq * sk / sqrtf((float)d), perch ? 1.0f : sv, perch ? mulch : mul, perch ? ch : NULL};
+            for (int cfg = 0; cfg < 4; cfg++) {
+                const int mode = cfg & 1;
+                const float *rel = cfg & 2 ? relv : NULL;
+                b8_attn_s8_params p = {sq * sk / sqrtf((float)d), perch ? 1.0f : sv, perch ? mulch : mul, perch ? ch : NULL,
+                                       rel};
                 const int32_t *mk = mode ? mask : NULL;
                 b8_attention_s8__scalar(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mk, (b8_mask_mode)mode, c1, NULL, ldo, scr);
                 b8_attention_s8__scalar(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mk, (b8_mask_mode)mode, NULL, o1, ldo, scr);
@@ -207,7 +216,7 @@ TEST(int8_attention_twins_bit_exact_and_close_to_fp32) {
                     b8_attention_s8__avx512vnni(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mk, (b8_mask_mode)mode, NULL, o2,
                                                 ldo, scr);
                     CHECKF(!memcmp(c1, c2, sizeof(float) * (size_t)(T * ldo)) && !memcmp(o1, o2, (size_t)(T * ldo)),
-                           "T=%lld d=%lld mode=%d", (long long)T, (long long)d, mode);
+                           "T=%lld d=%lld cfg=%d", (long long)T, (long long)d, cfg);
                 }
                 if (avx2) {
                     memset(c2, 0, sizeof(float) * (size_t)(T * ldo));
@@ -217,7 +226,7 @@ TEST(int8_attention_twins_bit_exact_and_close_to_fp32) {
                     b8_attention_s8__avx2(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mk, (b8_mask_mode)mode, NULL, o2, ldo,
                                           scr);
                     CHECKF(!memcmp(c1, c2, sizeof(float) * (size_t)(T * ldo)) && !memcmp(o1, o2, (size_t)(T * ldo)),
-                           "avx2: T=%lld d=%lld mode=%d perch=%d", (long long)T, (long long)d, mode, perch);
+                           "avx2: T=%lld d=%lld cfg=%d perch=%d", (long long)T, (long long)d, cfg, perch);
                 }
                 if (amx) { /* d a multiple of 64 on tiles, other d through its VNNI fallback */
                     memset(c2, 0, sizeof(float) * (size_t)(T * ldo));
@@ -227,7 +236,7 @@ TEST(int8_attention_twins_bit_exact_and_close_to_fp32) {
                     b8_attention_s8__amx(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mk, (b8_mask_mode)mode, NULL, o2, ldo,
                                          scr);
                     CHECKF(!memcmp(c1, c2, sizeof(float) * (size_t)(T * ldo)) && !memcmp(o1, o2, (size_t)(T * ldo)),
-                           "amx: T=%lld d=%lld mode=%d", (long long)T, (long long)d, mode);
+                           "amx: T=%lld d=%lld cfg=%d", (long long)T, (long long)d, cfg);
                 }
                 double worst = 0;
                 for (int64_t i = 0; i < T; i++) {
@@ -235,7 +244,7 @@ TEST(int8_attention_twins_bit_exact_and_close_to_fp32) {
                     for (int64_t j = 0; j < T; j++) {
                         double a = 0;
                         for (int64_t k = 0; k < d; k++) a += (double)qkv[i * ld + k] * sq * qkv[j * ld + d + k] * sk;
-                        sc[j] = mk && !mk[j] ? -1e300 : a / sqrt((double)d);
+                        sc[j] = mk && !mk[j] ? -1e300 : a / sqrt((double)d) + (rel ? rel[T - 1 + j - i] : 0.0);
                         if (sc[j] > mx) mx = sc[j];
                     }
                     for (int64_t j = 0; j < T; j++) sum += (sc[j] = exp(sc[j] - mx));
@@ -255,7 +264,7 @@ TEST(int8_attention_twins_bit_exact_and_close_to_fp32) {
                        (long long)d, worst);
                 if (ldo > d) CHECK(c1[ldo - 1] == 0.0f && o1[ldo - 1] == 0);
             }
-            free(qkv), free(o1), free(o2), free(c1), free(c2), free(mul), free(mask), free(ch), free(mulch);
+            free(qkv), free(o1), free(o2), free(c1), free(c2), free(mul), free(mask), free(ch), free(mulch), free(relv);
             b8_free_aligned(scr);
         }
     if (!vnni && !avx2) TU_SKIP("no AVX512-VNNI or AVX2: only the scalar twin was checked");
@@ -275,7 +284,7 @@ TEST(int8_attention_with_every_key_masked) {
         void *scr = b8_malloc_aligned(b8_attention_s8_scratch_bytes(T, d));
         for (int64_t i = 0; i < T * ld; i++) qkv[i] = (int8_t)(frand(254.0f));
         for (int k = 0; k < 64; k++) mul[k] = 50.0f;
-        const b8_attn_s8_params p = {0.001f, 0.03f, mul, NULL};
+        const b8_attn_s8_params p = {0.001f, 0.03f, mul, NULL, NULL};
         for (int mode = 0; mode < 2; mode++) {
             b8_attention_s8__scalar(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mask, (b8_mask_mode)mode, c1, NULL, ldo, scr);
             b8_attention_s8__scalar(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mask, (b8_mask_mode)mode, NULL, o1, ldo, scr);

@@ -6,15 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *arch_name(bert8_arch a) {
-    switch (a) {
-    case BERT8_ARCH_BERT: return "bert";
-    case BERT8_ARCH_DISTILBERT: return "distilbert";
-    case BERT8_ARCH_XLMR: return "xlm-roberta";
-    }
-    return "?";
-}
-
 static const char *head_name(bert8_head h) {
     switch (h) {
     case BERT8_HEAD_BASE: return "base (last_hidden_state)";
@@ -79,7 +70,7 @@ int cmd_info(int argc, char **argv) {
                "\"intermediate_size\":%lld,\"max_position_embeddings\":%lld,\"type_vocab_size\":%lld,"
                "\"num_labels\":%lld,\"hidden_act\":\"%s\",\"layer_norm_eps\":%g,\"has_pooler\":%s,"
                "\"quantized\":%s,\"tensor_count\":%lld,\"weight_bytes\":%lld,\"param_count\":%lld",
-               i->model_type, arch_name(i->arch), i->architecture, head_name(i->head),
+               i->model_type, bert8_arch_name(i->arch), i->architecture, head_name(i->head),
                (long long)i->vocab_size, (long long)i->hidden_size, (long long)i->num_layers,
                (long long)i->num_heads, (long long)i->intermediate_size,
                (long long)i->max_position_embeddings, (long long)i->type_vocab_size,
@@ -90,7 +81,7 @@ int cmd_info(int argc, char **argv) {
         printf("}\n");
     } else {
         printf("model:            %s\n", dir);
-        printf("model_type:       %s (%s)\n", i->model_type, arch_name(i->arch));
+        printf("model_type:       %s (%s)\n", i->model_type, bert8_arch_name(i->arch));
         printf("architecture:     %s\n", i->architecture[0] ? i->architecture : "(not given)");
         printf("head:             %s\n", head_name(i->head));
         printf("layers:           %lld\n", (long long)i->num_layers);

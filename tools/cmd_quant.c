@@ -873,7 +873,7 @@ static bert8_unit_mode all_int8_mode(const budget_run *b, int64_t u) {
 static int time_result(budget_run *b, const bert8_model *all, const bert8_model *q, int32_t **ids) {
     const bert8_model_info *info = bert8_model_get_info(b->m);
     if (b->bo.bench_seconds <= 0) return 0;
-    int64_t S = 128, maxpos = info->max_position_embeddings - (info->arch == BERT8_ARCH_XLMR ? info->pad_token_id + 1 : 0);
+    int64_t S = 128, maxpos = info->max_seq_len;
     if (S > maxpos) S = maxpos;
     if (!(*ids = timing_ids(info, 8, S))) return cli_error("quantize", "out of memory");
     b->timed = (bert8_batch){8, S, *ids, NULL, NULL};

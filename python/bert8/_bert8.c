@@ -363,10 +363,6 @@ static PyObject *str_or_none(const char *s) {
     return PyUnicode_FromString(s);
 }
 
-static const char *arch_name(bert8_arch a) {
-    return a == BERT8_ARCH_BERT ? "bert" : a == BERT8_ARCH_DISTILBERT ? "distilbert" : "xlm-roberta";
-}
-
 static const char *head_name(bert8_head h) {
     return h == BERT8_HEAD_BASE      ? "base"
            : h == BERT8_HEAD_SEQ_CLS ? "sequence_classification"
@@ -390,7 +386,7 @@ static PyObject *model_info_dict(const bert8_model *model) {
     }
     return Py_BuildValue(
         "{s:s,s:s,s:s,s:s,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:s,s:O,s:O,s:z,s:i,s:L,s:L,s:L,s:N,s:s}", "arch",
-        arch_name(in->arch), "head", head_name(in->head), "model_type", in->model_type ? in->model_type : "",
+        bert8_arch_name(in->arch), "head", head_name(in->head), "model_type", in->model_type ? in->model_type : "",
         "architecture", in->architecture ? in->architecture : "", "vocab_size", (long long)in->vocab_size,
         "hidden_size", (long long)in->hidden_size, "num_layers", (long long)in->num_layers, "num_heads",
         (long long)in->num_heads, "intermediate_size", (long long)in->intermediate_size, "max_position_embeddings",

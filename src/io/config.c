@@ -175,86 +175,77 @@ bert8_status b8_config_parse(const char *text, const char *path, b8_config *cfg,
     }
     const int64_t big = (int64_t)1 << 31;
     strcpy(cfg->act_name, "gelu");
-    if (!strcmp(cfg->model_type, "bert") || !strcmp(cfg->model_type, "xlm-roberta") ||
-        !strcmp(cfg->model_type, "roberta")) {
-        bool xlmr = strcmp(cfg->model_type, "bert") != 0;
-        cfg->arch = xlmr ? BERT8_ARCH_XLMR : BERT8_ARCH_BERT;
-        /* BertConfig / XLMRobertaConfig / RobertaConfig defaults (only RoBERTa's vocabulary differs) */
-        cfg->vocab_size = strcmp(cfg->model_type, "roberta") ? 30522 : 50265;
-        cfg->hidden_size = 768;
-        cfg->num_layers = 12;
-        cfg->num_heads = 12;
-        cfg->intermediate_size = 3072;
-        cfg->max_position_embeddings = 512;
-        cfg->type_vocab_size = 2;
-        cfg->pad_token_id = xlmr ? 1 : 0;
-        double eps = 1e-12;
-        if ((st = get_int(root, "vocab_size", 1, big, &cfg->vocab_size, path, e)) ||
-            (st = get_int(root, "hidden_size", 1, 1 << 20, &cfg->hidden_size, path, e)) ||
-            (st = get_int(root, "num_hidden_layers", 0, 4096, &cfg->num_layers, path, e)) ||
-            (st = get_int(root, "num_attention_heads", 1, 4096, &cfg->num_heads, path, e)) ||
-            (st = get_int(root, "intermediate_size", 1, 1 << 22, &cfg->intermediate_size, path, e)) ||
-            (st = get_int(root, "max_position_embeddings", 1, 1 << 22, &cfg->max_position_embeddings, path, e)) ||
-            (st = get_int(root, "type_vocab_size", 0, 1 << 20, &cfg->type_vocab_size, path, e)) ||
-            (st = get_int(root, "pad_token_id", -1, big, &cfg->pad_token_id, path, e)) ||
-            (st = get_str(root, "hidden_act", cfg->act_name, sizeof cfg->act_name, path, e)))
-            goto done;
-        const cJSON *ev = field(root, "layer_norm_eps");
-        if (ev && !cJSON_IsNumber(ev)) {
-            st = wrong_type(path, "layer_norm_eps", "a number", ev, e);
-            goto done;
-        }
-        if (ev) eps = ev->valuedouble;
-        /* LayerNorm adds eps in float: it must be a normal float (a subnormal or zero one
-         * would vanish or divide by zero on a constant row) and below 1. */
-        if (!(eps >= (double)FLT_MIN && eps < 1)) {
-            st = b8_fail(e, BERT8_ERR_FORMAT,
-                         "%s: field \"layer_norm_eps\" = %.15g is out of range: it must be a "
-                         "normal positive float below 1 (at least %g)",
-                         path, eps, (double)FLT_MIN);
-            goto done;
-        }
-        cfg->layer_norm_eps = (float)eps;
+    const b8_arch_desc *d = b8_arch_by_model_type(cfg->model_type);
+    if (!d) {
+        char list[256];
+        b8_arch_model_types(list, sizeof list);
+        st = b8_fail(e, BERT8_ERR_UNSUPPORTED, "%s: model_type \"%s\" is not supported (%s)", path, cfg->model_type,
+                     list);
+        goto done;
+    }
+    cfg->desc = d;
+    cfg->arch = d->arch;
+    cfg->vocab_size = d->vocab;
+    cfg->hidden_size = d->hidden;
+    cfg->num_layers = d->layers;
+    cfg->num_heads = d->heads;
+    cfg->intermediate_size = d->inter;
+    cfg->max_position_embeddings = d->max_pos;
+    cfg->type_vocab_size = d->type_vocab;
+    cfg->pad_token_id = d->pad;
+    cfg->rel_buckets = d->rel_bias ? d->rel_buckets : 0;
+    if ((st = get_int(root, "vocab_size", 1, big, &cfg->vocab_size, path, e)) ||
+        (st = get_int(root, d->key_hidden, 1, 1 << 20, &cfg->hidden_size, path, e)) ||
+        (st = get_int(root, d->key_layers, 0, 4096, &cfg->num_layers, path, e)) ||
+        (st = get_int(root, d->key_heads, 1, 4096, &cfg->num_heads, path, e)) ||
+        (st = get_int(root, d->key_inter, 1, 1 << 22, &cfg->intermediate_size, path, e)) ||
+        (st = get_int(root, "max_position_embeddings", 1, 1 << 22, &cfg->max_position_embeddings, path, e)) ||
+        (st = get_int(root, "pad_token_id", -1, big, &cfg->pad_token_id, path, e)) ||
+        (st = get_str(root, d->key_act, cfg->act_name, sizeof cfg->act_name, path, e)))
+        goto done;
+    if (d->token_types && (st = get_int(root, "type_vocab_size", 0, 1 << 20, &cfg->type_vocab_size, path, e))) goto done;
+    if (d->rel_bias && (st = get_int(root, d->rel_buckets_key, 2, 4096, &cfg->rel_buckets, path, e))) goto done;
+    double eps = d->eps;
+    const cJSON *ev = d->eps_fixed ? NULL : field(root, "layer_norm_eps");
+    if (ev && !cJSON_IsNumber(ev)) {
+        st = wrong_type(path, "layer_norm_eps", "a number", ev, e);
+        goto done;
+    }
+    if (ev) eps = ev->valuedouble;
+    /* LayerNorm adds eps in float: it must be a normal float (a subnormal or zero one would
+     * vanish or divide by zero on a constant row) and below 1. */
+    if (!(eps >= (double)FLT_MIN && eps < 1)) {
+        st = b8_fail(e, BERT8_ERR_FORMAT,
+                     "%s: field \"layer_norm_eps\" = %.15g is out of range: it must be a "
+                     "normal positive float below 1 (at least %g)",
+                     path, eps, (double)FLT_MIN);
+        goto done;
+    }
+    cfg->layer_norm_eps = (float)eps;
+    if (d->abs_pos_type) {
         const cJSON *pet = field(root, "position_embedding_type");
         if (pet && !cJSON_IsString(pet)) {
             st = wrong_type(path, "position_embedding_type", "a string", pet, e);
             goto done;
         }
         if (pet && strcmp(pet->valuestring, "absolute") != 0) {
-            st = b8_fail(e, BERT8_ERR_UNSUPPORTED, "%s: position_embedding_type \"%s\" is not supported (only \"absolute\")",
-                         path, pet->valuestring);
+            st = b8_fail(e, BERT8_ERR_UNSUPPORTED,
+                         "%s: position_embedding_type \"%s\" is not supported (only \"absolute\")", path,
+                         pet->valuestring);
             goto done;
         }
-    } else if (!strcmp(cfg->model_type, "distilbert")) {
-        cfg->arch = BERT8_ARCH_DISTILBERT;
-        cfg->vocab_size = 30522;
-        cfg->hidden_size = 768;
-        cfg->num_layers = 6;
-        cfg->num_heads = 12;
-        cfg->intermediate_size = 3072;
-        cfg->max_position_embeddings = 512;
-        cfg->type_vocab_size = 0;
-        cfg->pad_token_id = 0;
-        cfg->layer_norm_eps = 1e-12f; /* DistilBERT hard-codes it */
-        if ((st = get_int(root, "vocab_size", 1, big, &cfg->vocab_size, path, e)) ||
-            (st = get_int(root, "dim", 1, 1 << 20, &cfg->hidden_size, path, e)) ||
-            (st = get_int(root, "n_layers", 0, 4096, &cfg->num_layers, path, e)) ||
-            (st = get_int(root, "n_heads", 1, 4096, &cfg->num_heads, path, e)) ||
-            (st = get_int(root, "hidden_dim", 1, 1 << 22, &cfg->intermediate_size, path, e)) ||
-            (st = get_int(root, "max_position_embeddings", 1, 1 << 22, &cfg->max_position_embeddings, path, e)) ||
-            (st = get_int(root, "pad_token_id", -1, big, &cfg->pad_token_id, path, e)) ||
-            (st = get_str(root, "activation", cfg->act_name, sizeof cfg->act_name, path, e)))
-            goto done;
-        /* sinusoidal tables are still stored in the checkpoint, so loading works unchanged;
-         * the flag is only type-checked */
-        bool sin = false;
-        if ((st = get_bool(root, "sinusoidal_pos_embds", &sin, path, e))) goto done;
-    } else {
-        st = b8_fail(e, BERT8_ERR_UNSUPPORTED,
-                     "%s: model_type \"%s\" is not supported (bert, distilbert, xlm-roberta, roberta)",
-                     path, cfg->model_type);
+    }
+    if (d->pos == B8_POS_FROM_PAD && (cfg->pad_token_id < 0 || cfg->pad_token_id + 1 >= cfg->max_position_embeddings)) {
+        st = b8_fail(e, BERT8_ERR_FORMAT,
+                     "%s: pad_token_id %lld leaves no positions: %s positions start after it and "
+                     "max_position_embeddings is %lld",
+                     path, (long long)cfg->pad_token_id, d->name, (long long)cfg->max_position_embeddings);
         goto done;
     }
+    /* DistilBERT's sinusoidal tables are stored in the checkpoint, so loading works unchanged;
+     * the flag is only type-checked */
+    bool sin = false;
+    if ((st = get_bool(root, "sinusoidal_pos_embds", &sin, path, e))) goto done;
     if (!strcmp(cfg->act_name, "gelu")) cfg->act = B8_ACT_GELU;
     else if (!strcmp(cfg->act_name, "gelu_new") || !strcmp(cfg->act_name, "gelu_pytorch_tanh"))
         cfg->act = B8_ACT_GELU_TANH;

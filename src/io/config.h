@@ -5,12 +5,14 @@
 
 #include "base/act.h"
 #include "base/common.h"
+#include "io/arch.h"
 
 /* Most labels a classification head may have (id2label / num_labels). */
 #define B8_CONFIG_MAX_LABELS 100000
 
 typedef struct b8_config {
     bert8_arch arch;
+    const b8_arch_desc *desc; /* the architecture's row of b8_arch_table */
     char model_type[32];
     char architecture[96];    /* "architectures"[0] or "" */
     int64_t vocab_size;
@@ -21,6 +23,7 @@ typedef struct b8_config {
     int64_t max_position_embeddings;
     int64_t type_vocab_size;  /* 0 for DistilBERT (no token-type table) */
     int64_t pad_token_id;
+    int64_t rel_buckets;      /* relative-position buckets (desc->rel_bias), else 0 */
     float layer_norm_eps;
     b8_act act;               /* hidden_act: GELU, GELU_TANH or RELU */
     char act_name[16];

@@ -1,5 +1,6 @@
 /* names.c: the tensor-name and Linear-group tables (see names.h). */
 #include "io/names.h"
+#include "io/arch.h"
 
 #include <stdio.h>
 
@@ -18,14 +19,6 @@ void b8_group_dims(b8_group g, int64_t H, int64_t I, int64_t *n, int64_t *k) {
 
 void b8_part_name(bert8_arch arch, const char *prefix, int64_t layer, b8_part part, char *out,
                   size_t cap) {
-    static const char *const bert[B8_PART_COUNT] = {
-        "attention.self.query", "attention.self.key",         "attention.self.value",
-        "attention.output.dense", "attention.output.LayerNorm", "intermediate.dense",
-        "output.dense",           "output.LayerNorm"};
-    static const char *const distil[B8_PART_COUNT] = {
-        "attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin",
-        "sa_layer_norm",   "ffn.lin1",        "ffn.lin2",        "output_layer_norm"};
-    const bool d = arch == BERT8_ARCH_DISTILBERT;
-    snprintf(out, cap, "%s%s.%lld.%s", prefix, d ? "transformer.layer" : "encoder.layer",
-             (long long)layer, (d ? distil : bert)[part]);
+    const b8_arch_desc *d = b8_arch_of(arch);
+    snprintf(out, cap, "%s%s.%lld.%s", prefix, d->layer_prefix, (long long)layer, d->parts[part]);
 }

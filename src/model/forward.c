@@ -38,7 +38,7 @@ bert8_status bert8_session_create(const bert8_model *model, bert8_session **out)
 void bert8_session_free(bert8_session *s) {
     if (!s) return;
     b8_buf *bufs[] = {&s->x,     &s->qkv,    &s->ctx,   &s->ffn,   &s->xq,     &s->hq, &s->qkvq,
-                      &s->rowscale, &s->rowscale2, &s->att, &s->gemm_ws, &s->starts, &s->first,
+                      &s->rowscale, &s->rowscale2, &s->att, &s->gemm_ws, &s->relb, &s->starts, &s->first,
                       &s->pooled, &s->tmp,   &s->logits, &s->start, &s->end};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) b8_buf_free(bufs[i]);
     free(s);
@@ -141,7 +141,7 @@ static bert8_status check_batch(const bert8_model *m, const input *bt, b8_err *e
         if (bt->attention_mask && bt->attention_mask[i] != 0 && bt->attention_mask[i] != 1)
             return b8_fail(e, BERT8_ERR_INVALID_ARG, "attention_mask[%lld][%lld] = %d is not 0 or 1",
                            (long long)(i / T), (long long)(i % T), bt->attention_mask[i]);
-        if (bt->token_type_ids && c->arch != BERT8_ARCH_DISTILBERT &&
+        if (bt->token_type_ids && c->desc->token_types &&
             (bt->token_type_ids[i] < 0 || bt->token_type_ids[i] >= c->type_vocab_size))
             return b8_fail(e, BERT8_ERR_INVALID_ARG, "token_type_ids[%lld][%lld] = %d is outside [0, %lld)",
                            (long long)(i / T), (long long)(i % T), bt->token_type_ids[i],
@@ -156,7 +156,7 @@ static bert8_status make_rows(bert8_session *s, const input *bt, rows *r) {
     r->packed = bt->cu_seqlens != NULL;
     r->nseq = bt->batch;
     r->ids = bt->input_ids;
-    r->types = s->model->cfg.arch == BERT8_ARCH_DISTILBERT ? NULL : bt->token_type_ids;
+    r->types = s->model->cfg.desc->token_types ? bt->token_type_ids : NULL;
     bert8_status st = b8_buf_reserve(&s->starts, (size_t)(r->nseq + 1), sizeof(int64_t), e);
     if (st) return st;
     int64_t *start = s->starts.p;
@@ -310,15 +310,15 @@ static void embed(bert8_session *s, const rows *r) {
     const b8_config *c = &m->cfg;
     const int64_t H = c->hidden_size;
     const int32_t pad = (int32_t)c->pad_token_id;
-    const bool xlmr = c->arch == BERT8_ARCH_XLMR;
+    const bool from_pad = c->desc->pos == B8_POS_FROM_PAD;
 #pragma omp parallel for schedule(dynamic, 4) if (r->M * H >= B8_PAR_MIN)
     for (int64_t q = 0; q < r->nseq; q++) {
-        int64_t count = 0; /* XLM-R: running count of non-pad ids */
+        int64_t count = 0; /* positions from the pad index: running count of non-pad ids */
         for (int64_t i = r->start[q]; i < r->start[q + 1]; i++) {
             const int64_t t = i - r->start[q];
             const int32_t id = r->ids[i];
             int64_t pos = t;
-            if (xlmr) {
+            if (from_pad) {
                 if (id != pad) count++;
                 pos = id != pad ? count + pad : pad;
             }
@@ -344,6 +344,29 @@ static void embed(bert8_session *s, const rows *r) {
     layernorm_next(s, r->M, m->emb_ln_g, m->emb_ln_b, next);
 }
 
+/* The relative-position bias (MPNet) of every head over offsets -(T-1)..T-1 of this call's
+ * longest sequence T, looked up once per call: s->relb [heads][2T - 1]. */
+static bert8_status rel_table(bert8_session *s, const rows *r) {
+    const bert8_model *m = s->model;
+    const b8_config *c = &m->cfg;
+    if (!m->rel_bias) return BERT8_OK;
+    const int64_t A = c->num_heads, W = 2 * r->T - 1;
+    bert8_status st = b8_buf_reserve(&s->relb, (size_t)(A * W), sizeof(float), &s->err);
+    if (st) return st;
+    float *t = s->relb.p;
+    for (int64_t o = 0; o < W; o++) {
+        const int64_t b = b8_rel_bucket(o - (r->T - 1), c->rel_buckets, c->desc->rel_max_distance);
+        for (int64_t h = 0; h < A; h++) t[h * W + o] = m->rel_bias[b * A + h];
+    }
+    return BERT8_OK;
+}
+
+/* Head h's bias for a sequence of len tokens: 2 len - 1 floats centred on offset 0, or NULL. */
+static inline const float *rel_of(const bert8_session *s, const rows *r, int64_t h, int64_t len) {
+    if (!s->model->rel_bias) return NULL;
+    return (const float *)s->relb.p + h * (2 * r->T - 1) + (r->T - len);
+}
+
 /* Attention on int8 Q, K, V (ly->att), then the output projection. With a static INT8 output
  * projection the context leaves the kernel already quantized for it. */
 static bert8_status attention_s8(bert8_session *s, const rows *r, const b8_layer *ly, int64_t layer, double *t) {
@@ -353,8 +376,8 @@ static bert8_status attention_s8(bert8_session *s, const rows *r, const b8_layer
     const b8_qattn *qa = ly->att;
     const b8_qlinear *qo = ly->q[B8_GROUP_ATTN_OUT];
     const bool fused = qo && qo->mode == B8_QMODE_STATIC;
-    const b8_mask_mode mode = c->arch == BERT8_ARCH_DISTILBERT ? B8_MASK_REPLACE_MIN : B8_MASK_ADD_MIN;
-    const b8_attn_s8_params ap = {qa->sq * qa->sk / sqrtf((float)d), qa->sv, NULL, NULL};
+    const b8_mask_mode mode = c->desc->mask_replace ? B8_MASK_REPLACE_MIN : B8_MASK_ADD_MIN;
+    const b8_attn_s8_params ap = {qa->sq * qa->sk / sqrtf((float)d), qa->sv, NULL, NULL, NULL};
     b8_attention_s8_fn att = b8_attention_s8_best();
     /* per thread: the kernel's scratch, then d floats for V's channel scales times the next
      * GEMM's input multipliers */
@@ -378,6 +401,7 @@ static bert8_status attention_s8(bert8_session *s, const rows *r, const b8_layer
         const int8_t *base = qkv + r0 * 3 * H + h * d;
         void *scratch = (uint8_t *)s->att.p + (size_t)omp_get_thread_num() * per;
         b8_attn_s8_params p = ap;
+        p.rel = rel_of(s, r, h, len);
         if (fused) p.out_mul = qo->in_mul + h * d;
         if (qa->sv_ch && fused) {
             float *fm = (float *)((uint8_t *)scratch + kbytes);
@@ -422,7 +446,7 @@ static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *l
         s->observe(s->observe_ctx, layer, B8_SITE_V, qkv + 2 * H, M, H, 3 * H, r->mask);
     }
     const float alpha = 1.0f / sqrtf((float)d);
-    const b8_mask_mode mode = c->arch == BERT8_ARCH_DISTILBERT ? B8_MASK_REPLACE_MIN : B8_MASK_ADD_MIN;
+    const b8_mask_mode mode = c->desc->mask_replace ? B8_MASK_REPLACE_MIN : B8_MASK_ADD_MIN;
     if (qa) return attention_s8(s, r, ly, layer, &t);
     /* one fused pass per (sequence, head); each thread has its own scratch */
     b8_attention_fn att = b8_attention_head_best();
@@ -441,7 +465,7 @@ static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *l
         const float *base = qkv + r0 * 3 * H + h * d;
         float *scratch = (float *)s->att.p + (size_t)omp_get_thread_num() * per;
         att(base, base + H, base + 2 * H, 3 * H, len, d, alpha, r->mask ? r->mask + r0 : NULL, mode,
-            ctx + r0 * H + h * d, H, scratch);
+            rel_of(s, r, h, len), ctx + r0 * H + h * d, H, scratch);
     }
     prof_mark(s, BERT8_OP_ATTENTION, &t);
     if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_ATTN_OUT_IN, ctx, M, H, H, r->mask);
@@ -528,7 +552,7 @@ static bert8_status heads(bert8_session *s, const rows *r) {
     case BERT8_HEAD_SEQ_CLS: {
         if ((st = b8_buf_reserve(&s->logits, (size_t)(B * L), sizeof(float), e))) return st;
         const float *feat = s->pooled.p;
-        if (c->arch == BERT8_ARCH_DISTILBERT || c->arch == BERT8_ARCH_XLMR) {
+        if (c->desc->cls != B8_CLS_POOLER) {
             if ((st = b8_sgemm(m->cls_dense.f32, first, H, B, s->tmp.p, H, e))) return st;
             feat = s->tmp.p;
         }
@@ -584,6 +608,7 @@ static bert8_status forward(bert8_session *s, const input *bt, bert8_outputs *ou
          (st = b8_buf_reserve(&s->rowscale, (size_t)M, sizeof(float), e)) ||
          (st = b8_buf_reserve(&s->rowscale2, (size_t)M, sizeof(float), e))))
         return st;
+    if ((st = rel_table(s, &r))) return st;
     double t = prof_start(s);
     embed(s, &r);
     prof_mark(s, BERT8_OP_EMBED, &t);

@@ -431,12 +431,8 @@ static bool has(const bert8_model *m, const char *name) { return find_tensor(m, 
 static bert8_status detect_prefix_and_head(loader *L) {
     bert8_model *m = L->m;
     const b8_config *c = &m->cfg;
-    const char *cands[4] = {"", "", "", ""};
-    int nc = 0;
-    if (c->arch == BERT8_ARCH_BERT) cands[nc++] = "bert.";
-    if (c->arch == BERT8_ARCH_XLMR) cands[nc++] = "roberta.";
-    if (c->arch == BERT8_ARCH_DISTILBERT) cands[nc++] = "distilbert.";
-    cands[nc++] = "";
+    const char *cands[2] = {c->desc->prefix, ""};
+    const int nc = 2;
     bool found = false;
     for (int i = 0; i < nc && !found; i++) {
         strcpy(m->prefix, cands[i]);
@@ -458,7 +454,7 @@ static bert8_status detect_prefix_and_head(loader *L) {
         else if (has(m, "classifier.dense.weight") || has(m, "pre_classifier.weight"))
             head = BERT8_HEAD_SEQ_CLS;
         else if (has(m, "classifier.weight"))
-            head = (c->arch == BERT8_ARCH_DISTILBERT) ? BERT8_HEAD_TOKEN_CLS : BERT8_HEAD_SEQ_CLS;
+            head = c->desc->bare_classifier_tokens ? BERT8_HEAD_TOKEN_CLS : BERT8_HEAD_SEQ_CLS;
     }
     m->info.head = head;
     return BERT8_OK;
@@ -469,18 +465,18 @@ static bert8_status load_heads(loader *L) {
     const b8_config *c = &m->cfg;
     const int64_t H = c->hidden_size;
     bert8_status st;
-    m->has_pooler = c->arch != BERT8_ARCH_DISTILBERT && find_tensor(m, "pooler.dense.weight", true);
+    m->has_pooler = c->desc->pooler && find_tensor(m, "pooler.dense.weight", true);
     if (m->has_pooler && (st = get_linear(L, "pooler.dense", true, H, H, B8_ACT_TANH, &m->pooler))) return st;
     switch (m->info.head) {
     case BERT8_HEAD_BASE: return BERT8_OK;
     case BERT8_HEAD_QA: return get_linear(L, "qa_outputs", false, 2, H, B8_ACT_NONE, &m->cls_out);
     case BERT8_HEAD_TOKEN_CLS: return get_linear(L, "classifier", false, c->num_labels, H, B8_ACT_NONE, &m->cls_out);
     case BERT8_HEAD_SEQ_CLS:
-        if (c->arch == BERT8_ARCH_DISTILBERT) {
+        if (c->desc->cls == B8_CLS_PRE_RELU) {
             if ((st = get_linear(L, "pre_classifier", false, H, H, B8_ACT_RELU, &m->cls_dense))) return st;
             return get_linear(L, "classifier", false, c->num_labels, H, B8_ACT_NONE, &m->cls_out);
         }
-        if (c->arch == BERT8_ARCH_XLMR) {
+        if (c->desc->cls == B8_CLS_DENSE_TANH) {
             if ((st = get_linear(L, "classifier.dense", false, H, H, B8_ACT_TANH, &m->cls_dense))) return st;
             return get_linear(L, "classifier.out_proj", false, c->num_labels, H, B8_ACT_NONE, &m->cls_out);
         }
@@ -505,9 +501,9 @@ static void fill_info(bert8_model *m) {
     i->num_heads = c->num_heads;
     i->intermediate_size = c->intermediate_size;
     i->max_position_embeddings = c->max_position_embeddings;
-    /* XLM-R positions start after the padding index: pad_token_id + 1 of them are unusable */
-    i->max_seq_len = c->arch == BERT8_ARCH_XLMR ? c->max_position_embeddings - c->pad_token_id - 1
-                                                : c->max_position_embeddings;
+    /* RoBERTa-style positions start after the padding index: pad_token_id + 1 of them are unusable */
+    i->max_seq_len = c->desc->pos == B8_POS_FROM_PAD ? c->max_position_embeddings - c->pad_token_id - 1
+                                                     : c->max_position_embeddings;
     i->type_vocab_size = c->type_vocab_size;
     i->num_labels = i->head == BERT8_HEAD_BASE ? 0 : (i->head == BERT8_HEAD_QA ? 2 : c->num_labels);
     i->pad_token_id = c->pad_token_id;
@@ -520,9 +516,10 @@ static void fill_info(bert8_model *m) {
     i->tensor_count = (int64_t)b8_st_count(m->st);
     i->weight_bytes = (int64_t)b8_st_data_bytes(m->st);
     const int64_t H = c->hidden_size, I = c->intermediate_size;
-    int64_t p = (c->vocab_size + c->max_position_embeddings + c->type_vocab_size + 2) * H;
+    int64_t p = (c->vocab_size + c->max_position_embeddings + (m->type_emb ? c->type_vocab_size : 0) + 2) * H;
     p += c->num_layers * (4 * (H * H + H) + 2 * H * I + I + H + 4 * H);
     if (m->has_pooler) p += H * H + H;
+    if (m->rel_bias) p += c->rel_buckets * c->num_heads;
     if (m->cls_dense.w) p += H * H + H;
     if (m->cls_out.w) p += m->cls_out.n * (H + 1);
     i->param_count = p;
@@ -653,9 +650,11 @@ bert8_status bert8_model_load(const char *dir, const bert8_load_params *params, 
         (st = get_f32(&L, "embeddings.position_embeddings.weight", true, 2, s_pos, &m->pos_emb)) ||
         (st = get_ln(&L, "embeddings.LayerNorm", true, &m->emb_ln_g, &m->emb_ln_b)))
         goto fail;
-    if (c->arch != BERT8_ARCH_DISTILBERT && c->type_vocab_size > 0 &&
+    if (c->desc->token_types && c->type_vocab_size > 0 &&
         (st = get_f32(&L, "embeddings.token_type_embeddings.weight", true, 2, s_type, &m->type_emb)))
         goto fail;
+    int64_t s_rel[2] = {c->rel_buckets, c->num_heads};
+    if (c->desc->rel_bias && (st = get_f32(&L, c->desc->rel_bias, true, 2, s_rel, &m->rel_bias))) goto fail;
     if (c->num_layers > 0 && !(m->layers = calloc((size_t)c->num_layers, sizeof *m->layers))) {
         st = b8_fail(&e, BERT8_ERR_NOMEM, "out of memory");
         goto fail;

@@ -37,13 +37,14 @@ struct bert8_model {
     bert8_model_info info;
     char *dir;
     b8_st *st;
-    char prefix[16];            /* "bert.", "roberta.", "distilbert." or "" */
+    char prefix[16];            /* the architecture's prefix (b8_arch_desc.prefix) or "" */
     const float *word_emb;      /* [vocab][H], or NULL when the rows are int8: */
     const int8_t *word_emb_q;   /* [vocab][H] int8 rows, dequantized on gather with ... */
     const float *word_emb_scale;/* [vocab] one scale per row */
     const float *pos_emb;       /* [max_pos][H] */
     const float *type_emb;      /* [type_vocab][H] or NULL (DistilBERT) */
     const float *emb_ln_g, *emb_ln_b;
+    const float *rel_bias;      /* [rel_buckets][heads], shared by all layers (MPNet), or NULL */
     b8_layer *layers;           /* [num_layers] */
     bool has_pooler;
     b8_linear pooler;           /* [H][H], tanh */

@@ -24,6 +24,7 @@ struct bert8_session {
     b8_buf qkvq;    /* INT8 attention: int8 Q|K|V [M][3H] */
     b8_buf att;     /* attention scratch, one slice per thread */
     b8_buf gemm_ws; /* INT8 GEMM scratch (packed activations, tiles) */
+    b8_buf relb;    /* relative-position bias per head over offsets -(T-1)..T-1 (MPNet) */
     /* heads and outputs */
     b8_buf starts, first, pooled, tmp, logits, start, end;
     bert8_outputs out;

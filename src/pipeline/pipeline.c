@@ -84,7 +84,7 @@ static bert8_status setup(bert8_pipeline *pl, const char *dir, const bert8_pipel
         max_len = p.max_length;
     }
     in->max_length = max_len;
-    pl->use_types = mi->type_vocab_size > 1 && mi->arch != BERT8_ARCH_DISTILBERT;
+    pl->use_types = mi->type_vocab_size > 1;
     /* embeddings: the folder's sentence-transformers settings, then the caller's */
     b8_st_pool sp = B8_ST_POOL_UNSET;
     bool snorm = false;

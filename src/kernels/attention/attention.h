@@ -8,20 +8,22 @@
 #include "kernels/rowops/rowops.h"
 
 /* Q, K, V are [T][d] with row stride ld (elements), ctx [T][d] with row stride ldo.
- * mask[j] == 0 masks key j (NULL: none). scratch holds b8_attention_scratch_floats(T, d). */
+ * mask[j] == 0 masks key j (NULL: none). rel (NULL: none) is a relative-position bias of 2T - 1
+ * floats: score[i][j] = alpha q_i.k_j + rel[T - 1 + j - i], before the mask and the softmax
+ * (MPNet). scratch holds b8_attention_scratch_floats(T, d). */
 typedef void (*b8_attention_fn)(const float *q, const float *k, const float *v, int64_t ld, int64_t T,
-                                int64_t d, float alpha, const int32_t *mask, b8_mask_mode mode, float *ctx,
+                                int64_t d, float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, float *ctx,
                                 int64_t ldo, float *scratch);
 
 size_t b8_attention_scratch_floats(int64_t T, int64_t d);
 void b8_attention_head__scalar(const float *q, const float *k, const float *v, int64_t ld, int64_t T, int64_t d,
-                               float alpha, const int32_t *mask, b8_mask_mode mode, float *ctx, int64_t ldo,
+                               float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, float *ctx, int64_t ldo,
                                float *scratch);
 void b8_attention_head__avx512(const float *q, const float *k, const float *v, int64_t ld, int64_t T, int64_t d,
-                               float alpha, const int32_t *mask, b8_mask_mode mode, float *ctx, int64_t ldo,
+                               float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, float *ctx, int64_t ldo,
                                float *scratch);
 void b8_attention_head__avx2(const float *q, const float *k, const float *v, int64_t ld, int64_t T, int64_t d,
-                             float alpha, const int32_t *mask, b8_mask_mode mode, float *ctx, int64_t ldo,
+                             float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, float *ctx, int64_t ldo,
                              float *scratch);
 b8_attention_fn b8_attention_head_best(void);
 
@@ -33,7 +35,16 @@ typedef struct b8_attn_s8_params {
     const float *out_mul; /* [d]: with an int8 output, its multipliers (the next GEMM's in_mul,
                              times V's channel scales when it has them) */
     const float *ch_mul;  /* [d] or NULL: with an fp32 output, V's scale per channel */
+    const float *rel;     /* 2T - 1 floats or NULL: the relative-position bias added to the fp32
+                             scores, score[i][j] += rel[T - 1 + j - i] (see b8_attention_fn) */
 } b8_attn_s8_params;
+
+/* Adds row i's relative-position bias to its T scores (every kernel's one way of doing it, so
+ * the twins agree). */
+static inline void b8_attention_add_rel(float *s, int64_t T, const float *rel, int64_t i) {
+    const float *b = rel + (T - 1 - i);
+    for (int64_t j = 0; j < T; j++) s[j] += b[j];
+}
 
 /* Q, K, V int8 [T][d] with row stride ld (bytes); the context goes to ctx (fp32) or, when ctxq
  * is not NULL, to ctxq (int8, requantized with out_mul), row stride ldo. d must be a multiple

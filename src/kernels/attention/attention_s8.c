@@ -129,6 +129,7 @@ void b8_attention_s8__scalar(const int8_t *q, const int8_t *k, const int8_t *v, 
             for (int64_t kk = 0; kk < d; kk++) acc += (int32_t)(uint8_t)(q[i * ld + kk] + 128) * l.kp[((kk / 4) * l.t16 + j) * 4 + kk % 4];
             l.s[j] = (float)(acc - l.comp[j]) * p->score_scale;
         }
+        if (p->rel) b8_attention_add_rel(l.s, T, p->rel, i);
         const float rs = softmax_u8(l.s, T, l.t4, mask, vs, l.pu);
         for (int64_t dd = 0; dd < d; dd++) {
             int32_t acc = 0;
@@ -423,6 +424,7 @@ VNNI void b8_attention_s8__avx512vnni(const int8_t *q, const int8_t *k, const in
         if (rb == RB) scores_rows(&l, l.qu, d, p->score_scale);
         else
             for (int r = 0; r < rb; r++) scores_rows1(&l, l.qu + r * d, d, p->score_scale, l.s + r * l.t16);
+        for (int r = 0; r < rb && p->rel; r++) b8_attention_add_rel(l.s + r * l.t16, T, p->rel, i + r);
         if (rb == RB) softmax_u8_rows(&l, T, mask, vs, rs);
         else
             for (int r = 0; r < rb; r++) rs[r] = softmax_u8_vnni(l.s + r * l.t16, T, l.t4, mask, vs, l.pu + r * l.t4);
@@ -557,6 +559,7 @@ AMXT void b8_attention_s8__amx(const int8_t *q, const int8_t *k, const int8_t *v
             float *srow = l->s + r * l->t16;
             for (int64_t j = 0; j < l->t16; j += 16)
                 _mm512_storeu_ps(srow + j, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(a.sc + r * l->t16 + j)), vsc));
+            if (p->rel) b8_attention_add_rel(srow, T, p->rel, i + r);
             rs[r] = softmax_u8_vnni(srow, T, l->t4, mask, vs, l->pu + r * l->t4);
         }
         if (rb < RBA) memset(l->pu + rb * l->t4, 0, (size_t)((RBA - rb) * l->t4));

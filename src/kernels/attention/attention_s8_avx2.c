@@ -227,6 +227,7 @@ A2 void b8_attention_s8__avx2(const int8_t *q, const int8_t *k, const int8_t *v,
         case 2: scores2(2, &l, d, p->score_scale); break;
         default: scores2(1, &l, d, p->score_scale); break;
         }
+        for (int r = 0; r < rb && p->rel; r++) b8_attention_add_rel(l.s + r * l.t16, T, p->rel, i + r);
         for (int r = 0; r < rb; r++) rs[r] = softmax_row2(l.s + r * l.t16, T, l.t4, mask, vs, l.p + r * l.t4);
         float *cb = ctx ? ctx + i * ldo : NULL;
         int8_t *qb = ctxq ? ctxq + i * ldo : NULL;

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Random-weight checkpoints of every architecture bert8 reads, made by transformers, with the
+outputs transformers computes for them: the oracle of python/tests/test_architectures.py.
+
+    python3 scripts/make_arch_checkpoints.py OUT_DIR [--arch mpnet,roberta,...] [--quick]
+
+For each architecture, shape and head, OUT_DIR/<arch>_<shape>_<head>/ holds config.json and
+model.safetensors (save_pretrained) and cases.npz: padded batches of random token ids (lengths
+1 to 520 for the long shape, pad ids among the real tokens too), their attention masks and
+token type ids, and transformers' outputs (last_hidden_state, pooler_output, logits,
+start_logits, end_logits). Every parameter is drawn with a spread far above the initializer's,
+so that a LayerNorm, a bias or a relative-position bucket that bert8 got wrong shows.
+Needs torch and transformers; deterministic for a given transformers version."""
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+
+import numpy as np
+import torch
+import transformers as tf
+
+# (hidden, layers, heads, intermediate, max_position_embeddings, longest sequence)
+SHAPES = {
+    "s": (32, 2, 4, 37, 64, 40),
+    "m": (48, 3, 6, 64, 130, 120),
+    "l": (64, 2, 2, 96, 600, 520),
+}
+
+# architecture -> (config class, model_type specific fields, {head: model class})
+ARCHS = {
+    "bert": (tf.BertConfig, {"type_vocab_size": 3}, "Bert"),
+    "distilbert": (tf.DistilBertConfig, {}, "DistilBert"),
+    "xlm-roberta": (tf.XLMRobertaConfig, {"type_vocab_size": 1, "pad_token_id": 1}, "XLMRoberta"),
+    "roberta": (tf.RobertaConfig, {"type_vocab_size": 1, "pad_token_id": 1}, "Roberta"),
+    "camembert": (tf.CamembertConfig, {"type_vocab_size": 1, "pad_token_id": 1}, "Camembert"),
+    "mpnet": (tf.MPNetConfig, {"pad_token_id": 1, "relative_attention_num_buckets": 32}, "MPNet"),
+}
+HEADS = {"base": "Model", "seqcls": "ForSequenceClassification", "tokcls": "ForTokenClassification",
+         "qa": "ForQuestionAnswering"}
+VOCAB = 211
+
+
+def config_of(arch: str, shape: str, head: str):
+    cls, extra, _ = ARCHS[arch]
+    H, L, A, I, P, _ = SHAPES[shape]
+    labels = 2 if head == "qa" else 3
+    if arch == "distilbert":
+        return cls(vocab_size=VOCAB, dim=H, n_layers=L, n_heads=A, hidden_dim=I, max_position_embeddings=P,
+                   num_labels=labels, pad_token_id=0)
+    pos = P + 2 if extra.get("pad_token_id") == 1 else P  # RoBERTa-style positions start after the pad index
+    return cls(vocab_size=VOCAB, hidden_size=H, num_hidden_layers=L, num_attention_heads=A, intermediate_size=I,
+               max_position_embeddings=pos, num_labels=labels, layer_norm_eps=1e-5, **extra)
+
+
+def perturb(model: torch.nn.Module, gen: torch.Generator) -> None:
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "LayerNorm" in name or "layer_norm" in name:
+                base = 1.0 if name.endswith("weight") else 0.0
+                p.copy_(base + 0.2 * torch.randn(p.shape, generator=gen))
+            elif "relative_attention_bias" in name:
+                p.copy_(1.5 * torch.randn(p.shape, generator=gen))
+            else:
+                p.copy_(0.15 * torch.randn(p.shape, generator=gen))
+
+
+def batch(cfg, arch: str, longest: int, rng: np.random.Generator):
+    lengths = [1, 7, longest, max(2, longest // 3)]
+    T = max(lengths)
+    pad = cfg.pad_token_id
+    ids = np.full((len(lengths), T), pad, dtype=np.int64)
+    mask = np.zeros((len(lengths), T), dtype=np.int64)
+    for b, n in enumerate(lengths):
+        ids[b, :n] = rng.integers(0, VOCAB, n)
+        mask[b, :n] = 1
+    ids[2, 3] = pad  # a pad id among real tokens: it takes the pad position in RoBERTa-style models
+    tv = getattr(cfg, "type_vocab_size", 0) if arch != "distilbert" else 0
+    types = rng.integers(0, tv, ids.shape) * mask if tv and tv > 1 else None
+    return ids, mask, types
+
+
+def write_tokenizer(d: pathlib.Path, cfg) -> None:
+    """A WordPiece tokenizer.json over the VOCAB ids (specials, letters, digits, their ## forms,
+    punctuation), so that the folder can be calibrated on text; RoBERTa's specials and template
+    where the pad id is 1."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+
+    roberta = cfg.pad_token_id == 1
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"] if roberta else ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    pieces = [chr(c) for c in range(ord("a"), ord("z") + 1)] + [str(i) for i in range(10)]
+    pieces += ["##" + p for p in pieces] + list(".,!?'-;:()\"")
+    words = ["the", "a", "film", "movie", "good", "bad", "is", "and", "of", "to", "it", "this", "that", "not"]
+    vocab = specials + pieces + words
+    vocab += [f"w{i}" for i in range(VOCAB - len(vocab))]
+    unk = specials[3] if roberta else specials[1]
+    tok = Tokenizer(models.WordPiece({t: i for i, t in enumerate(vocab)}, unk_token=unk))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    if roberta:
+        tok.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+    else:
+        tok.post_processor = processors.BertProcessing(("[SEP]", 3), ("[CLS]", 2))
+    tok.save(str(d / "tokenizer.json"))
+    (d / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 128}))
+
+
+def make(out: pathlib.Path, arch: str, shape: str, head: str, seed: int) -> None:
+    cfg = config_of(arch, shape, head)
+    cls = getattr(tf, ARCHS[arch][2] + HEADS[head])
+    gen = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    model = cls(cfg).eval()
+    perturb(model, gen)
+    d = out / f"{arch}_{shape}_{head}"
+    model.save_pretrained(d, safe_serialization=True)
+    write_tokenizer(d, cfg)
+    ids, mask, types = batch(cfg, arch, SHAPES[shape][5], np.random.default_rng(seed))
+    kw = {"input_ids": torch.tensor(ids), "attention_mask": torch.tensor(mask)}
+    if types is not None:
+        kw["token_type_ids"] = torch.tensor(types)
+    with torch.no_grad():
+        res = model(**kw, output_hidden_states=True)
+    arrays = {"input_ids": ids, "attention_mask": mask, "last_hidden_state": res.hidden_states[-1].numpy()}
+    if types is not None:
+        arrays["token_type_ids"] = types
+    if head == "base" and getattr(res, "pooler_output", None) is not None:
+        arrays["pooler_output"] = res.pooler_output.numpy()
+    for name in ("logits", "start_logits", "end_logits"):
+        if head != "base" and getattr(res, name, None) is not None:
+            arrays[name] = getattr(res, name).numpy()
+    np.savez(d / "cases.npz", **arrays)
+    (d / "oracle.json").write_text(json.dumps({"transformers": tf.__version__, "torch": torch.__version__,
+                                               "class": cls.__name__, "seed": seed}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out", type=pathlib.Path)
+    ap.add_argument("--arch", default=",".join(ARCHS), help="comma-separated architectures")
+    ap.add_argument("--quick", action="store_true", help="the small shape with every head, the others base only")
+    a = ap.parse_args()
+    seed = 100
+    for arch in a.arch.split(","):
+        if arch not in ARCHS:
+            raise SystemExit(f"unknown architecture {arch!r} ({', '.join(ARCHS)})")
+        for shape in SHAPES:
+            heads = HEADS if shape == "s" or not a.quick else ["base"]
+            for head in heads:
+                seed += 1
+                make(a.out, arch, shape, head, seed)
+    print(f"wrote {sum(1 for _ in a.out.iterdir())} checkpoints to {a.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+/* arch.c: the architecture table (see arch.h). Defaults are those of transformers' config
+ * classes; tensor names those of its modeling files. */
+#include "io/arch.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define BERT_PARTS                                                                                                   \
+    {"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",                \
+     "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm"}
+
+/* BertConfig's sizes; RoBERTa-style rows change the vocabulary, padding and positions. */
+#define BERT_KEYS "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act"
+
+const b8_arch_desc b8_arch_table[] = {
+    {.arch = BERT8_ARCH_BERT, .name = "bert", .model_type = "bert", BERT_KEYS,
+     .vocab = 30522, .hidden = 768, .layers = 12, .heads = 12, .inter = 3072, .max_pos = 512, .type_vocab = 2,
+     .pad = 0, .eps = 1e-12, .abs_pos_type = true,
+     .prefix = "bert.", .layer_prefix = "encoder.layer", .parts = BERT_PARTS, .token_types = true,
+     .pos = B8_POS_ABSOLUTE, .pooler = true, .cls = B8_CLS_POOLER},
+    {.arch = BERT8_ARCH_DISTILBERT, .name = "distilbert", .model_type = "distilbert",
+     .key_hidden = "dim", .key_layers = "n_layers", .key_heads = "n_heads", .key_inter = "hidden_dim",
+     .key_act = "activation",
+     .vocab = 30522, .hidden = 768, .layers = 6, .heads = 12, .inter = 3072, .max_pos = 512, .type_vocab = 0,
+     .pad = 0, .eps = 1e-12, .eps_fixed = true,
+     .prefix = "distilbert.", .layer_prefix = "transformer.layer",
+     .parts = {"attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin", "sa_layer_norm",
+               "ffn.lin1", "ffn.lin2", "output_layer_norm"},
+     .pos = B8_POS_ABSOLUTE, .mask_replace = true, .cls = B8_CLS_PRE_RELU, .bare_classifier_tokens = true},
+    {.arch = BERT8_ARCH_XLMR, .name = "xlm-roberta", .model_type = "xlm-roberta", BERT_KEYS,
+     .vocab = 30522, .hidden = 768, .layers = 12, .heads = 12, .inter = 3072, .max_pos = 512, .type_vocab = 2,
+     .pad = 1, .eps = 1e-12, .abs_pos_type = true,
+     .prefix = "roberta.", .layer_prefix = "encoder.layer", .parts = BERT_PARTS, .token_types = true,
+     .pos = B8_POS_FROM_PAD, .pooler = true, .cls = B8_CLS_DENSE_TANH},
+    {.arch = BERT8_ARCH_ROBERTA, .name = "roberta", .model_type = "roberta", BERT_KEYS,
+     .vocab = 50265, .hidden = 768, .layers = 12, .heads = 12, .inter = 3072, .max_pos = 512, .type_vocab = 2,
+     .pad = 1, .eps = 1e-12, .abs_pos_type = true,
+     .prefix = "roberta.", .layer_prefix = "encoder.layer", .parts = BERT_PARTS, .token_types = true,
+     .pos = B8_POS_FROM_PAD, .pooler = true, .cls = B8_CLS_DENSE_TANH},
+    {.arch = BERT8_ARCH_CAMEMBERT, .name = "camembert", .model_type = "camembert", BERT_KEYS,
+     .vocab = 30522, .hidden = 768, .layers = 12, .heads = 12, .inter = 3072, .max_pos = 512, .type_vocab = 2,
+     .pad = 1, .eps = 1e-12, .abs_pos_type = true,
+     .prefix = "roberta.", .layer_prefix = "encoder.layer", .parts = BERT_PARTS, .token_types = true,
+     .pos = B8_POS_FROM_PAD, .pooler = true, .cls = B8_CLS_DENSE_TANH},
+    {.arch = BERT8_ARCH_MPNET, .name = "mpnet", .model_type = "mpnet", BERT_KEYS,
+     .vocab = 30527, .hidden = 768, .layers = 12, .heads = 12, .inter = 3072, .max_pos = 512, .type_vocab = 0,
+     .pad = 1, .eps = 1e-12,
+     .prefix = "mpnet.", .layer_prefix = "encoder.layer",
+     .parts = {"attention.attn.q", "attention.attn.k", "attention.attn.v", "attention.attn.o",
+               "attention.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm"},
+     .pos = B8_POS_FROM_PAD, .rel_bias = "encoder.relative_attention_bias.weight",
+     .rel_buckets_key = "relative_attention_num_buckets", .rel_buckets = 32, .rel_max_distance = 128,
+     .pooler = true, .cls = B8_CLS_DENSE_TANH},
+};
+const int b8_arch_count = (int)(sizeof b8_arch_table / sizeof *b8_arch_table);
+
+const b8_arch_desc *b8_arch_by_model_type(const char *model_type) {
+    for (int i = 0; model_type && i < b8_arch_count; i++)
+        if (!strcmp(b8_arch_table[i].model_type, model_type)) return &b8_arch_table[i];
+    return NULL;
+}
+
+const b8_arch_desc *b8_arch_of(bert8_arch arch) {
+    for (int i = 0; i < b8_arch_count; i++)
+        if (b8_arch_table[i].arch == arch) return &b8_arch_table[i];
+    return &b8_arch_table[0];
+}
+
+void b8_arch_model_types(char *out, size_t cap) {
+    size_t n = 0;
+    if (!cap) return;
+    out[0] = '\0';
+    for (int i = 0; i < b8_arch_count; i++) {
+        int w = snprintf(out + n, cap - n, "%s%s", i ? ", " : "", b8_arch_table[i].model_type);
+        if (w < 0 || (size_t)w >= cap - n) break;
+        n += (size_t)w;
+    }
+}
+
+int64_t b8_rel_bucket(int64_t rel, int64_t buckets, int64_t max_distance) {
+    const int64_t half = buckets / 2, exact = half / 2;
+    int64_t ret = rel > 0 ? half : 0; /* keys after the query get the upper half */
+    const int64_t n = rel < 0 ? -rel : rel;
+    if (n < exact) return ret + n;
+    /* float steps as transformers takes them: log(n / exact) / log(max / exact) * (half - exact),
+     * truncated */
+    const float lg = logf((float)n / (float)exact) / (float)log((double)max_distance / (double)exact);
+    int64_t v = exact + (int64_t)(lg * (float)(half - exact));
+    if (v > half - 1) v = half - 1;
+    return ret + v;
+}
+
+const char *bert8_arch_name(bert8_arch arch) {
+    for (int i = 0; i < b8_arch_count; i++)
+        if (b8_arch_table[i].arch == arch) return b8_arch_table[i].name;
+    return "unknown";
+}

@@ -1,0 +1,74 @@
+/* arch.h: the architecture table. Everything that differs between the encoder families bert8
+ * runs is one row of b8_arch_table: config.json's field names and transformers' defaults, the
+ * tensor names, how positions are made, how the attention mask is applied, the pooler and
+ * the sequence-classification head. The config parser, the loader, the forward pass and the
+ * pipelines read these traits; none of them tests an architecture by name.
+ *
+ * Adding an architecture of the same layer shape (post-LN, Q/K/V + output + two-Linear FFN)
+ * is one row here; docs/architecture.md walks through MPNet as the worked example. */
+#ifndef BERT8_ARCH_H
+#define BERT8_ARCH_H
+
+#include "base/common.h"
+#include "io/names.h"
+
+/* How position ids are made. */
+typedef enum b8_pos_ids {
+    B8_POS_ABSOLUTE, /* 0, 1, 2, ... in each sequence (BERT, DistilBERT) */
+    B8_POS_FROM_PAD  /* RoBERTa's: pad_token_id + 1 + the count of non-pad tokens so far, pad_token_id
+                        for pad tokens; max_position_embeddings - pad_token_id - 1 usable positions */
+} b8_pos_ids;
+
+/* The sequence-classification head on the last hidden state. */
+typedef enum b8_cls_head {
+    B8_CLS_POOLER,    /* BERT: the pooler (dense + tanh on the first token), then "classifier" */
+    B8_CLS_DENSE_TANH,/* RoBERTa, XLM-R, MPNet: "classifier.dense" + tanh on the first token, then
+                         "classifier.out_proj" */
+    B8_CLS_PRE_RELU   /* DistilBERT: "pre_classifier" + ReLU on the first token, then "classifier" */
+} b8_cls_head;
+
+typedef struct b8_arch_desc {
+    bert8_arch arch;
+    const char *name;           /* what `bert8 info` prints */
+    const char *model_type;     /* config.json "model_type" */
+    /* config.json: the field names of the sizes and their defaults (transformers' config class) */
+    const char *key_hidden, *key_layers, *key_heads, *key_inter, *key_act;
+    int64_t vocab, hidden, layers, heads, inter, max_pos, type_vocab, pad;
+    double eps;                 /* layer_norm_eps default */
+    bool eps_fixed;             /* the model ignores config.json's layer_norm_eps (DistilBERT) */
+    bool abs_pos_type;          /* config.json may name "position_embedding_type" (only "absolute") */
+    /* tensors */
+    const char *prefix;         /* the base model's prefix in a task checkpoint, e.g. "bert." */
+    const char *layer_prefix;   /* "encoder.layer" */
+    const char *parts[B8_PART_COUNT];
+    bool token_types;           /* has embeddings.token_type_embeddings (and token_type_ids) */
+    b8_pos_ids pos;
+    const char *rel_bias;       /* relative-position bias shared by all layers, [buckets][heads]
+                                   (MPNet: T5-style bidirectional log buckets), or NULL */
+    const char *rel_buckets_key;/* config.json field of its bucket count */
+    int64_t rel_buckets;        /* its default */
+    int64_t rel_max_distance;   /* distance past which every offset shares the last bucket */
+    bool mask_replace;          /* masked scores are set to the float minimum instead of having it
+                                   added (DistilBERT) */
+    bool pooler;                /* the base model may have pooler.dense */
+    b8_cls_head cls;
+    bool bare_classifier_tokens;/* with no "architectures", a lone classifier.weight means token
+                                   classification (DistilBERT) rather than sequence */
+} b8_arch_desc;
+
+extern const b8_arch_desc b8_arch_table[];
+extern const int b8_arch_count;
+
+/* The row for config.json's model_type, or NULL. */
+const b8_arch_desc *b8_arch_by_model_type(const char *model_type);
+/* The row of an architecture (never NULL for a valid enum value; the BERT row otherwise). */
+const b8_arch_desc *b8_arch_of(bert8_arch arch);
+/* Writes "bert, distilbert, ...": the model types bert8 reads, for messages. */
+void b8_arch_model_types(char *out, size_t cap);
+
+/* The bucket of relative position rel = key - query for the T5/MPNet bidirectional scheme with
+ * `buckets` buckets and max_distance: exact small offsets, log-spaced larger ones, the same
+ * float steps as transformers. */
+int64_t b8_rel_bucket(int64_t rel, int64_t buckets, int64_t max_distance);
+
+#endif
