@@ -111,6 +111,7 @@ typedef struct bert8_model_info {
     int64_t param_count;      /* parameters used by the forward pass */
     int weight_bits;          /* quantized: 8, or 7 (weights within +-64, bert8_quant_params);
                                  0 for an FP32 model */
+    int has_mlm_head;         /* the checkpoint has a masked-LM head (bert8_mlm_logits) */
 } bert8_model_info;
 
 typedef struct bert8_load_params {
@@ -193,6 +194,13 @@ bert8_status bert8_forward(bert8_session *s, const bert8_batch *batch, bert8_out
  * The mask-1 rows of a padded run and the rows of a packed run of the same sequences agree
  * (bit for bit for static INT8 Linears and attention; FP32 GEMMs to rounding). */
 bert8_status bert8_forward_packed(bert8_session *s, const bert8_packed_batch *batch, bert8_outputs *out);
+
+/* The masked-LM head on n rows of hidden states (hidden [n][hidden_size], e.g. rows of a
+ * forward call's last_hidden_state): vocabulary logits into out [n][vocab_size], as
+ * transformers' *ForMaskedLM computes them. BERT8_ERR_UNSUPPORTED when the model has no head
+ * (bert8_model_info.has_mlm_head). Uses the session's scratch, not its outputs: the outputs of
+ * the last forward call stay valid. */
+bert8_status bert8_mlm_logits(bert8_session *s, const float *hidden, int64_t n, float *out);
 
 /* Time per operation of the forward pass, summed over calls while profiling is on. */
 typedef enum bert8_op {

@@ -220,6 +220,47 @@ bert8_status bert8_ner(const bert8_pipeline *p, int64_t n, const bert8_text *tex
                        bert8_ner_result *out, char *err, size_t err_len);
 void bert8_ner_result_free(bert8_ner_result *r); /* NULL is a no-op */
 
+/* ---- Fill-mask (models with a masked-LM head, bert8_model_info.has_mlm_head) ---------- */
+
+typedef struct bert8_fill_mask_pred {
+    int32_t token;          /* vocabulary id */
+    float score;            /* softmax probability of the token at the mask */
+    const char *token_str;  /* the token decoded alone */
+    const char *sequence;   /* the text decoded with the token in place of this mask (special
+                               tokens skipped when the text has one mask, as transformers does) */
+} bert8_fill_mask_pred;
+
+typedef struct bert8_fill_mask_result {
+    int64_t n;                   /* texts */
+    const int64_t *mask_offsets; /* [n + 1]: text i's masks are [mask_offsets[i], mask_offsets[i+1]),
+                                    in the order they appear */
+    int64_t top_k;               /* predictions per mask */
+    const bert8_fill_mask_pred *preds; /* [masks][top_k]: each mask's best first */
+    void *priv;
+} bert8_fill_mask_result;
+
+/* transformers' fill-mask pipeline: every text needs at least one mask token (the tokenizer's,
+ * e.g. "[MASK]" or "<mask>"); top_k in [1, vocab]. */
+bert8_status bert8_fill_mask(const bert8_pipeline *p, int64_t n, const bert8_text *texts, const bert8_run_options *opt,
+                             int64_t top_k, bert8_fill_mask_result *out, char *err, size_t err_len);
+void bert8_fill_mask_result_free(bert8_fill_mask_result *r); /* NULL is a no-op */
+
+/* ---- Sparse embeddings: SPLADE (models with a masked-LM head) -------------------------- */
+
+typedef struct bert8_sparse_embeddings {
+    int64_t n, dim;          /* texts; the vocabulary size */
+    const int64_t *offsets;  /* [n + 1]: text i's entries are [offsets[i], offsets[i+1]) */
+    const int32_t *indices;  /* vocabulary ids, increasing within a text */
+    const float *values;     /* their weights, all > 0 */
+    void *priv;
+} bert8_sparse_embeddings;
+
+/* SPLADE: max over a text's tokens of log(1 + relu(masked-LM logits)), the non-zero entries
+ * (sentence-transformers' SparseEncoder with SpladePooling, TEI's --pooling splade). */
+bert8_status bert8_embed_sparse(const bert8_pipeline *p, int64_t n, const bert8_text *texts,
+                                const bert8_run_options *opt, bert8_sparse_embeddings *out, char *err, size_t err_len);
+void bert8_sparse_embeddings_free(bert8_sparse_embeddings *r); /* NULL is a no-op */
+
 #ifdef __cplusplus
 }
 #endif

@@ -38,7 +38,7 @@ ARCHS = {
     "mpnet": (tf.MPNetConfig, {"pad_token_id": 1, "relative_attention_num_buckets": 32}, "MPNet"),
 }
 HEADS = {"base": "Model", "seqcls": "ForSequenceClassification", "tokcls": "ForTokenClassification",
-         "qa": "ForQuestionAnswering"}
+         "qa": "ForQuestionAnswering", "mlm": "ForMaskedLM"}
 VOCAB = 211
 
 
@@ -85,25 +85,27 @@ def write_tokenizer(d: pathlib.Path, cfg) -> None:
     """A WordPiece tokenizer.json over the VOCAB ids (specials, letters, digits, their ## forms,
     punctuation), so that the folder can be calibrated on text; RoBERTa's specials and template
     where the pad id is 1."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
     roberta = cfg.pad_token_id == 1
     specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"] if roberta else ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     pieces = [chr(c) for c in range(ord("a"), ord("z") + 1)] + [str(i) for i in range(10)]
     pieces += ["##" + p for p in pieces] + list(".,!?'-;:()\"")
-    words = ["the", "a", "film", "movie", "good", "bad", "is", "and", "of", "to", "it", "this", "that", "not"]
+    words = ["the", "film", "movie", "good", "bad", "is", "and", "of", "to", "it", "this", "that", "not"]
     vocab = specials + pieces + words
     vocab += [f"w{i}" for i in range(VOCAB - len(vocab))]
     unk = specials[3] if roberta else specials[1]
     tok = Tokenizer(models.WordPiece({t: i for i, t in enumerate(vocab)}, unk_token=unk))
+    tok.add_special_tokens(specials)
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece()
     if roberta:
         tok.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
     else:
         tok.post_processor = processors.BertProcessing(("[SEP]", 3), ("[CLS]", 2))
     tok.save(str(d / "tokenizer.json"))
-    (d / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 128}))
+    (d / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 128, "clean_up_tokenization_spaces": True}))
 
 
 def make(out: pathlib.Path, arch: str, shape: str, head: str, seed: int) -> None:
@@ -128,8 +130,19 @@ def make(out: pathlib.Path, arch: str, shape: str, head: str, seed: int) -> None
     if head == "base" and getattr(res, "pooler_output", None) is not None:
         arrays["pooler_output"] = res.pooler_output.numpy()
     for name in ("logits", "start_logits", "end_logits"):
-        if head != "base" and getattr(res, name, None) is not None:
+        if head not in ("base", "mlm") and getattr(res, name, None) is not None:
             arrays[name] = getattr(res, name).numpy()
+    if head == "mlm":  # the vocabulary logits, and fill-mask's top 5 at a mask in a text
+        arrays["mlm_logits"] = res.logits.numpy()
+        names = (["<s>", "<pad>", "</s>", "<unk>", "<mask>"] if cfg.pad_token_id == 1
+                 else ["[CLS]", "[PAD]", "[SEP]", "[UNK]", "[MASK]"])
+        tok = tf.PreTrainedTokenizerFast(tokenizer_file=str(d / "tokenizer.json"), cls_token=names[0],
+                                         pad_token=names[1], sep_token=names[2], unk_token=names[3],
+                                         mask_token=names[4], clean_up_tokenization_spaces=True)
+        fm = tf.pipeline("fill-mask", model=model, tokenizer=tok, top_k=5)
+        mask = names[4]
+        texts = [f"the film is {mask} .", f"a {mask} movie and {mask} good"]
+        (d / "fill_mask.json").write_text(json.dumps({"texts": texts, "outputs": [fm(t) for t in texts]}))
     np.savez(d / "cases.npz", **arrays)
     (d / "oracle.json").write_text(json.dumps({"transformers": tf.__version__, "torch": torch.__version__,
                                                "class": cls.__name__, "seed": seed}))

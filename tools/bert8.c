@@ -10,6 +10,7 @@ int cmd_classify(int argc, char **argv);
 int cmd_embed(int argc, char **argv);
 int cmd_qa(int argc, char **argv);
 int cmd_ner(int argc, char **argv);
+int cmd_fill_mask(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
@@ -30,6 +31,7 @@ static const command COMMANDS[] = {
     {"embed", cmd_embed, "embed MODEL_DIR [--pooling cls|mean] [--normalize] < lines   sentence embeddings"},
     {"qa", cmd_qa, "qa MODEL_DIR < lines                       extractive question answering"},
     {"ner", cmd_ner, "ner MODEL_DIR < lines                      token classification, word-level"},
+    {"fill-mask", cmd_fill_mask, "fill-mask MODEL_DIR [--top-k N] < lines    masked-LM predictions at mask tokens"},
     {"eval", cmd_eval, "eval MODEL_DIR --task T --data PATH [--limit N] [--json]   accuracy on a data set"},
     {"quantize", cmd_quantize,
      "quantize MODEL_DIR -o OUT_DIR --calib FILE [--samples N] [--alpha A|auto] [--scheme static|dynamic] "

@@ -1,4 +1,4 @@
-/* cmd_text.c: the text-level commands `bert8 tokenize | classify | embed | qa | ner`.
+/* cmd_text.c: the text-level commands `bert8 tokenize | classify | embed | qa | ner | fill-mask`.
  *
  * Input (stdin), one input per line:
  *   - a JSON object: {"text": ..., "text_pair": ...} ({"question": ..., "context": ...} for qa;
@@ -35,6 +35,9 @@
  *             the window where it has more context); entities: runs of words merged by
  *             B-X / I-X (a bare label X acts as I-X, "O" is outside), score = mean word
  *             score, text = the span from the first word's start to the last word's end.
+ *   fill-mask predictions: for each mask token, the --top-k (5) most likely tokens with their
+ *             softmax score, token id, token_str and the text with the token in place
+ *             (transformers' fill-mask pipeline: a list for one mask, a list per mask for several).
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -83,6 +86,9 @@ struct tcmd {
     bert8_qa_options qo;
     /* ner */
     bert8_ner_result ner;
+    /* fill-mask */
+    bert8_fill_mask_result fm;
+    int64_t top_k;
 };
 
 /* ---- input ------------------------------------------------------------------------------ */
@@ -460,6 +466,40 @@ static bert8_status ner_compute(tcmd *c, int64_t n, const bert8_text *a, const b
     return bert8_ner(c->r.pl, n, a, &o, &c->ner, c->r.err, sizeof c->r.err);
 }
 
+/* ---- fill-mask ------------------------------------------------------------------------------ */
+
+static bert8_status fill_mask_compute(tcmd *c, int64_t n, const bert8_text *a, const bert8_text *b) {
+    (void)b;
+    bert8_fill_mask_result_free(&c->fm);
+    bert8_run_options o = run_opts(c);
+    return bert8_fill_mask(c->r.pl, n, a, &o, c->top_k, &c->fm, c->r.err, sizeof c->r.err);
+}
+
+/* transformers' output: one mask gives a list of predictions, several a list per mask. */
+static void fill_mask_print(tcmd *c, const item *it, int64_t k) {
+    const bert8_fill_mask_result *r = &c->fm;
+    const int64_t m0 = r->mask_offsets[k], m1 = r->mask_offsets[k + 1];
+    print_head(it);
+    printf("\"predictions\":");
+    if (m1 - m0 > 1) putchar('[');
+    for (int64_t m = m0; m < m1; m++) {
+        printf("%s[", m > m0 ? "," : "");
+        for (int64_t j = 0; j < r->top_k; j++) {
+            const bert8_fill_mask_pred *p = &r->preds[m * r->top_k + j];
+            printf("%s{\"score\":", j ? "," : "");
+            cli_print_float(stdout, p->score);
+            printf(",\"token\":%d,\"token_str\":", p->token);
+            cli_print_json_string(stdout, p->token_str);
+            printf(",\"sequence\":");
+            cli_print_json_string(stdout, p->sequence);
+            putchar('}');
+        }
+        putchar(']');
+    }
+    if (m1 - m0 > 1) putchar(']');
+    printf("}\n");
+}
+
 /* "word" (the span of the text), label, score and offsets of a word or an entity. */
 static void print_entity(const char *text, const bert8_entity *x, const char *key, bool first) {
     printf("%s{\"%s\":", first ? "" : ",", key);
@@ -492,6 +532,7 @@ static void tcmd_free(tcmd *c) {
     free(c->tmp);
     free(c->answers);
     bert8_ner_result_free(&c->ner);
+    bert8_fill_mask_result_free(&c->fm);
 }
 
 #define COMMON_USAGE                                                                               \
@@ -718,6 +759,31 @@ int cmd_ner(int argc, char **argv) {
         c.compute = ner_compute;
         c.print = ner_print;
         rc = drive_labels(&c);
+    }
+    tcmd_free(&c);
+    return rc;
+}
+
+int cmd_fill_mask(int argc, char **argv) {
+    tcmd c = {.name = "fill-mask", .fa = "text", .with_model = true};
+    cli_args a;
+    cli_args_init(&a, argc, argv);
+    if (want_help(&a, "usage: bert8 fill-mask MODEL_DIR [--top-k N] < lines\n"
+                      "  each text holds the tokenizer's mask token ([MASK], <mask>) once or more\n"))
+        return 0;
+    long threads, max_len, top_k = 5;
+    if (!common_options(&c, &a, &threads, &max_len)) return 1;
+    const char *v;
+    if ((v = cli_opt(&a, "--top-k")) && !cli_int(c.name, "--top-k", v, 1, 1 << 20, &top_k)) return 1;
+    const char *dir = cli_positional(&a);
+    int rc = finish(&c, &a, dir, threads, max_len, -1, 0);
+    if (rc < 0 && !c.r.info->has_mlm_head) {
+        rc = cli_error(c.name, "%s has no masked-LM head (architecture \"%s\")", dir, c.r.info->architecture);
+    } else if (rc < 0) {
+        c.top_k = top_k;
+        c.compute = fill_mask_compute;
+        c.print = fill_mask_print;
+        rc = drive(&c);
     }
     tcmd_free(&c);
     return rc;

@@ -271,3 +271,31 @@ def test_manifest_is_well_formed():
         for s in shas + [r["weights_sha256"]]:
             assert len(s) == 64 and all(c in "0123456789abcdef" for c in s), (r["name"], s)
         assert r["status"] == "supported" or r["status"].startswith(("supported: ", "unsupported: ")), r["name"]
+
+
+MASKED_LMS = [r for r in SUPPORTED if r["kind"].startswith("masked-lm")]
+FILL_TEXTS = ["The capital of France is [MASK].", "I [MASK] this movie, it was [MASK] good.",
+              "[MASK]", "Paris is the [MASK] of France and a city of [MASK] million people."]
+
+
+@pytest.mark.parametrize("row", MASKED_LMS, ids=[r["name"] for r in MASKED_LMS])
+def test_fill_mask_matches_transformers(row, transformers):
+    """`bert8 fill-mask` against transformers' fill-mask pipeline on a real masked LM: the
+    same top-10 tokens, token strings and sequences, scores within 1e-5."""
+    from conftest import CLI
+    folder = _folder(row["name"])
+    if not CLI.exists():
+        pytest.skip(f"{CLI} is not built")
+    pipe = transformers.pipeline("fill-mask", model=str(folder), top_k=10)
+    r = subprocess.run([str(CLI), "fill-mask", str(folder), "--top-k", "10"], capture_output=True, check=False,
+                       input="".join(json.dumps({"text": t}) + "\n" for t in FILL_TEXTS).encode())
+    assert r.returncode == 0, r.stderr.decode()
+    got = [json.loads(line)["predictions"] for line in r.stdout.decode().splitlines()]
+    for text, g in zip(FILL_TEXTS, got):
+        want = pipe(text)
+        if want and isinstance(want[0], dict):
+            g, want = [g], [want]
+        for gm, wm in zip(g, want):
+            assert [(p["token"], p["token_str"], p["sequence"]) for p in gm] == \
+                [(p["token"], p["token_str"], p["sequence"]) for p in wm], text
+            np.testing.assert_allclose([p["score"] for p in gm], [p["score"] for p in wm], atol=1e-5, rtol=0)

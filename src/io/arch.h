@@ -54,6 +54,12 @@ typedef struct b8_arch_desc {
     b8_cls_head cls;
     bool bare_classifier_tokens;/* with no "architectures", a lone classifier.weight means token
                                    classification (DistilBERT) rather than sequence */
+    /* The masked-LM head, loaded when its transform is stored (no base prefix): a dense layer +
+     * activation + LayerNorm, then the decoder to the vocabulary, tied to the word embeddings
+     * unless "<mlm_decoder>.weight" is stored; its bias is mlm_bias or "<mlm_decoder>.bias". */
+    const char *mlm_dense, *mlm_norm, *mlm_decoder, *mlm_bias;
+    bool mlm_gelu;              /* the transform's activation is exact GELU whatever hidden_act
+                                   says (RoBERTa, XLM-R, MPNet); else hidden_act */
 } b8_arch_desc;
 
 extern const b8_arch_desc b8_arch_table[];

@@ -38,7 +38,7 @@ bert8_status bert8_session_create(const bert8_model *model, bert8_session **out)
 void bert8_session_free(bert8_session *s) {
     if (!s) return;
     b8_buf *bufs[] = {&s->x,     &s->qkv,    &s->ctx,   &s->ffn,   &s->xq,     &s->hq, &s->qkvq,
-                      &s->rowscale, &s->rowscale2, &s->att, &s->gemm_ws, &s->relb, &s->starts, &s->first,
+                      &s->rowscale, &s->rowscale2, &s->att, &s->gemm_ws, &s->relb, &s->mlm, &s->starts, &s->first,
                       &s->pooled, &s->tmp,   &s->logits, &s->start, &s->end};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) b8_buf_free(bufs[i]);
     free(s);
@@ -645,4 +645,27 @@ bert8_status bert8_forward_packed(bert8_session *s, const bert8_packed_batch *bt
     if (!bt || !bt->cu_seqlens) return b8_fail(&s->err, BERT8_ERR_INVALID_ARG, "packed batch or its cu_seqlens is NULL");
     input in = {bt->num_sequences, 0, bt->input_ids, NULL, bt->token_type_ids, bt->cu_seqlens};
     return forward(s, &in, out);
+}
+
+bert8_status bert8_mlm_logits(bert8_session *s, const float *hidden, int64_t n, float *out) {
+    if (!s) return BERT8_ERR_INVALID_ARG;
+    b8_err *e = &s->err;
+    b8_err_clear(e);
+    const bert8_model *m = s->model;
+    const b8_config *c = &m->cfg;
+    if (!m->has_mlm)
+        return b8_fail(e, BERT8_ERR_UNSUPPORTED, "%s has no masked-LM head (architecture \"%s\")", m->dir,
+                       c->architecture);
+    if (n < 0 || (n > 0 && (!hidden || !out)) || n > B8_MAX_TOKENS)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "bert8_mlm_logits: %lld rows (hidden and out must be given)",
+                       (long long)n);
+    if (n == 0) return BERT8_OK;
+    b8_threads_apply();
+    const int64_t H = c->hidden_size;
+    bert8_status st = b8_buf_reserve(&s->mlm, (size_t)n, (size_t)H * sizeof(float), e);
+    if (st) return st;
+    float *t = s->mlm.p;
+    if ((st = b8_sgemm(m->mlm_dense.f32, hidden, H, n, t, H, e))) return st;
+    b8_layernorm_rows_best()(t, t, n, H, m->mlm_ln_g, m->mlm_ln_b, c->layer_norm_eps);
+    return b8_sgemm(m->mlm_dec, t, H, n, out, c->vocab_size, e);
 }

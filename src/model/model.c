@@ -489,6 +489,46 @@ static bert8_status load_heads(loader *L) {
     return BERT8_OK;
 }
 
+/* The masked-LM head, when the checkpoint stores its transform. */
+static bert8_status load_mlm(loader *L) {
+    bert8_model *m = L->m;
+    const b8_config *c = &m->cfg;
+    const b8_arch_desc *d = c->desc;
+    char name[256];
+    if (!d->mlm_dense) return BERT8_OK;
+    snprintf(name, sizeof name, "%s.weight", d->mlm_dense);
+    if (!find_tensor(m, name, false)) return BERT8_OK;
+    const int64_t H = c->hidden_size, V = c->vocab_size;
+    bert8_status st;
+    if ((st = get_linear(L, d->mlm_dense, false, H, H, d->mlm_gelu ? B8_ACT_GELU : c->act, &m->mlm_dense)) ||
+        (st = get_ln(L, d->mlm_norm, false, &m->mlm_ln_g, &m->mlm_ln_b)))
+        return st;
+    const float *w = NULL, *b = NULL;
+    int64_t sw[2] = {V, H}, sb[1] = {V};
+    snprintf(name, sizeof name, "%s.weight", d->mlm_decoder);
+    if (find_tensor(m, name, false)) {
+        if ((st = get_f32(L, name, false, 2, sw, &w))) return st;
+    } else if (m->word_emb) {
+        w = m->word_emb; /* tied */
+    } else { /* tied to int8 word embeddings: the decoder gets them dequantized */
+        size_t n;
+        if (!b8_mul_ok((size_t)V, (size_t)H, &n)) return b8_fail(L->e, BERT8_ERR_TOO_LARGE, "embedding size overflows");
+        float *deq = b8_malloc_aligned(n * sizeof(float));
+        if (!deq) return b8_fail(L->e, BERT8_ERR_NOMEM, "out of memory for the masked-LM decoder");
+        if ((st = keep_owned(m, deq, L->e))) return st;
+        for (int64_t i = 0; i < V; i++)
+            for (int64_t h = 0; h < H; h++) deq[i * H + h] = (float)m->word_emb_q[i * H + h] * m->word_emb_scale[i];
+        w = deq;
+    }
+    snprintf(name, sizeof name, "%s.bias", d->mlm_decoder);
+    const char *bias_name = find_tensor(m, d->mlm_bias, false) ? d->mlm_bias : name;
+    if ((st = get_f32(L, bias_name, false, 1, sb, &b))) return st;
+    if ((st = b8_sgemm_w_pack(w, b, V, H, B8_ACT_NONE, false, &m->mlm_dec, L->e)))
+        return b8_wrap(L->e, "%s: packing the masked-LM decoder", m->dir);
+    m->has_mlm = true;
+    return BERT8_OK;
+}
+
 static void fill_info(bert8_model *m) {
     const b8_config *c = &m->cfg;
     bert8_model_info *i = &m->info;
@@ -510,6 +550,7 @@ static void fill_info(bert8_model *m) {
     i->layer_norm_eps = c->layer_norm_eps;
     i->hidden_act = c->act_name;
     i->has_pooler = m->has_pooler;
+    i->has_mlm_head = m->has_mlm;
     i->quantized = m->quantized;
     i->scheme = m->scheme;
     i->weight_bits = m->quantized ? m->weight_bits : 0;
@@ -522,6 +563,7 @@ static void fill_info(bert8_model *m) {
     if (m->rel_bias) p += c->rel_buckets * c->num_heads;
     if (m->cls_dense.w) p += H * H + H;
     if (m->cls_out.w) p += m->cls_out.n * (H + 1);
+    if (m->has_mlm) p += H * H + 3 * H + c->vocab_size; /* the decoder's weights are counted when not tied */
     i->param_count = p;
 }
 
@@ -661,7 +703,7 @@ bert8_status bert8_model_load(const char *dir, const bert8_load_params *params, 
     }
     for (int64_t i = 0; i < c->num_layers; i++)
         if ((st = load_layer(&L, i))) goto fail;
-    if ((st = load_heads(&L))) goto fail;
+    if ((st = load_heads(&L)) || (st = load_mlm(&L))) goto fail;
     if (m->quantized && (st = b8_model_prepare_int8(m, &e))) goto fail;
     fill_info(m);
     if (params && params->verbose)
@@ -694,6 +736,8 @@ void bert8_model_free(bert8_model *m) {
     b8_sgemm_w_free(m->pooler.f32);
     b8_sgemm_w_free(m->cls_dense.f32);
     b8_sgemm_w_free(m->cls_out.f32);
+    b8_sgemm_w_free(m->mlm_dense.f32);
+    b8_sgemm_w_free(m->mlm_dec);
     b8_free_aligned(m->own_emb_q);
     b8_free_aligned(m->own_emb_scale);
     for (size_t i = 0; i < m->n_owned; i++) b8_free_aligned(m->owned[i]);

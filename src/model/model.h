@@ -50,6 +50,11 @@ struct bert8_model {
     b8_linear pooler;           /* [H][H], tanh */
     b8_linear cls_dense;        /* DistilBERT pre_classifier (ReLU) / XLM-R classifier.dense (tanh) */
     b8_linear cls_out;          /* classifier / classifier.out_proj / qa_outputs ([2][H]) */
+    /* the masked-LM head (b8_arch_desc.mlm_*), when the checkpoint has one */
+    bool has_mlm;
+    b8_linear mlm_dense;        /* [H][H] + activation */
+    const float *mlm_ln_g, *mlm_ln_b;
+    b8_sgemm_w *mlm_dec;        /* [vocab][H] + bias: the decoder (tied: the word embeddings) */
     /* INT8: how it was quantized (written back by bert8_model_save) */
     bool quantized;
     bert8_scheme scheme;

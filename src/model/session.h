@@ -25,6 +25,7 @@ struct bert8_session {
     b8_buf att;     /* attention scratch, one slice per thread */
     b8_buf gemm_ws; /* INT8 GEMM scratch (packed activations, tiles) */
     b8_buf relb;    /* relative-position bias per head over offsets -(T-1)..T-1 (MPNet) */
+    b8_buf mlm;     /* the masked-LM head's transformed rows */
     /* heads and outputs */
     b8_buf starts, first, pooled, tmp, logits, start, end;
     bert8_outputs out;
