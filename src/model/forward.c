@@ -667,5 +667,13 @@ bert8_status bert8_mlm_logits(bert8_session *s, const float *hidden, int64_t n, 
     float *t = s->mlm.p;
     if ((st = b8_sgemm(m->mlm_dense.f32, hidden, H, n, t, H, e))) return st;
     b8_layernorm_rows_best()(t, t, n, H, m->mlm_ln_g, m->mlm_ln_b, c->layer_norm_eps);
-    return b8_sgemm(m->mlm_dec, t, H, n, out, c->vocab_size, e);
+    const b8_qlinear *q = m->mlm_q;
+    if (!q) return b8_sgemm(m->mlm_dec, t, H, n, out, c->vocab_size, e);
+    if ((st = b8_buf_reserve(&s->xq, (size_t)n, (size_t)H, e)) ||
+        (st = b8_buf_reserve(&s->rowscale, (size_t)n, sizeof(float), e)))
+        return st;
+    b8_quantize_dynamic(t, H, n, H, q->in_mul, s->xq.p, H, s->rowscale.p);
+    b8_qepilogue ep = {.a_scale = s->rowscale.p, .a_scale_per_row = true, .bias = q->bias, .act = B8_ACT_NONE,
+                       .out_f32 = out, .ldc = c->vocab_size};
+    return b8_qgemm(s->xq.p, H, n, q->packed, &ep, &s->gemm_ws, e);
 }

@@ -382,6 +382,16 @@ static bert8_status load_layer(loader *L, int64_t l) {
 
 bert8_status b8_model_prepare_int8(bert8_model *m, b8_err *e) {
     bert8_status st;
+    /* The masked-LM decoder, the largest Linear of such a model: INT8 with per-token input
+     * scales (no calibration: it needs none), as SPLADE and fill-mask run it on every token. */
+    if (m->has_mlm && !m->mlm_q) {
+        if ((st = b8_qlinear_from_fp32(m->mlm_dec_w, m->mlm_dec_b, m->cfg.vocab_size, m->cfg.hidden_size, NULL, -1.0f,
+                                       B8_QMODE_DYNAMIC, m->weight_bits == 7 ? 7 : 8, &m->mlm_q, e)) ||
+            (st = b8_qlinear_prepare(m->mlm_q, NULL, NULL, e)))
+            return b8_wrap(e, "the masked-LM decoder");
+        b8_sgemm_w_free(m->mlm_dec);
+        m->mlm_dec = NULL;
+    }
     for (int64_t l = 0; l < m->cfg.num_layers; l++) {
         b8_layer *ly = &m->layers[l];
         for (int g = 0; g < B8_GROUP_COUNT; g++) {
@@ -525,6 +535,8 @@ static bert8_status load_mlm(loader *L) {
     if ((st = get_f32(L, bias_name, false, 1, sb, &b))) return st;
     if ((st = b8_sgemm_w_pack(w, b, V, H, B8_ACT_NONE, false, &m->mlm_dec, L->e)))
         return b8_wrap(L->e, "%s: packing the masked-LM decoder", m->dir);
+    m->mlm_dec_w = w;
+    m->mlm_dec_b = b;
     m->has_mlm = true;
     return BERT8_OK;
 }
@@ -738,6 +750,7 @@ void bert8_model_free(bert8_model *m) {
     b8_sgemm_w_free(m->cls_out.f32);
     b8_sgemm_w_free(m->mlm_dense.f32);
     b8_sgemm_w_free(m->mlm_dec);
+    b8_qlinear_free(m->mlm_q);
     b8_free_aligned(m->own_emb_q);
     b8_free_aligned(m->own_emb_scale);
     for (size_t i = 0; i < m->n_owned; i++) b8_free_aligned(m->owned[i]);

@@ -55,6 +55,9 @@ struct bert8_model {
     b8_linear mlm_dense;        /* [H][H] + activation */
     const float *mlm_ln_g, *mlm_ln_b;
     b8_sgemm_w *mlm_dec;        /* [vocab][H] + bias: the decoder (tied: the word embeddings) */
+    const float *mlm_dec_w, *mlm_dec_b; /* its FP32 weights and bias */
+    b8_qlinear *mlm_q;          /* an INT8 model's decoder: int8 per vocabulary row, the input
+                                   per token (b8_model_prepare_int8) */
     /* INT8: how it was quantized (written back by bert8_model_save) */
     bool quantized;
     bert8_scheme scheme;
