@@ -129,70 +129,77 @@ static bool normalize(const b8_tokenizer *t, const uint8_t *text, int32_t s, int
                       b8_tok_scratch *sc, size_t *out_n) {
     size_t n = 0;
     *out_n = 0;
-    if (t->bpe.n_norm == 0) {
-        if (!b8_scratch_bytes(sc, (size_t)(e - s) + 1)) return false;
-        uint8_t *nb = sc->nb + 1; /* room for the prefix space */
-        int32_t *os = sc->nos + 1, *oe = sc->noe + 1;
-        for (int32_t i = s; i < e;) {
-            int l = b8_utf8_len(text[i]);
-            for (int k = 0; k < l; k++, n++) {
-                nb[n] = text[i + k];
-                os[n] = i;
-                oe[n] = i + l;
-            }
-            i += l;
-        }
-    } else {
-        b8_ucps *w = &sc->word;
-        w->n = 0;
+    if (s >= e) return true;
+    const b8_ucps *w = NULL;
+    if (t->bpe.n_norm > 0) {
+        b8_ucps *u = &sc->word;
+        u->n = 0;
         for (int32_t i = s; i < e;) {
             uint32_t cp;
             int l = b8_utf8_next(text + i, &cp);
-            if (!b8_ucps_push(w, cp, i, i + l)) return false;
+            if (!b8_ucps_push(u, cp, i, i + l)) return false;
             i += l;
         }
         for (int k = 0; k < t->bpe.n_norm; k++) {
             if (t->bpe.norm[k] == B8_BPE_NORM_NFC) {
-                if (!b8_uni_nfc(w, &sc->tmp, &sc->nfc)) return false;
+                if (!b8_uni_nfc(u, &sc->tmp, &sc->nfc)) return false;
             } else {
                 b8_ucps *o = &sc->tmp;
                 o->n = 0;
-                for (size_t i = 0; i < w->n; i++) {
+                for (size_t i = 0; i < u->n; i++) {
                     uint32_t lc[2];
-                    int m = b8_uni_lower(w->cp[i], lc);
+                    int m = b8_uni_lower(u->cp[i], lc);
                     for (int j = 0; j < m; j++)
-                        if (!b8_ucps_push(o, lc[j], w->os[i], w->oe[i])) return false;
+                        if (!b8_ucps_push(o, lc[j], u->os[i], u->oe[i])) return false;
                 }
-                b8_ucps swap = *w;
-                *w = *o;
+                b8_ucps swap = *u;
+                *u = *o;
                 *o = swap;
             }
         }
-        if (!b8_scratch_bytes(sc, w->n * 4 + 1)) return false;
+        if (u->n == 0) return true;
+        w = u;
+    }
+    /* ByteLevel's add_prefix_space: a space before a piece that does not start with one,
+     * aligned to the first character */
+    bool prefix = t->bpe.add_prefix_space && (w ? w->cp[0] != ' ' : text[s] != ' ');
+    size_t cap = w ? w->n * 4 + 1 : (size_t)(e - s) + 1;
+    if (!b8_scratch_bytes(sc, cap)) return false;
+    uint8_t *nb = sc->nb;
+    int32_t *nos = sc->nos, *noe = sc->noe;
+    if (prefix) {
+        nb[0] = ' ';
+        nos[0] = w ? w->os[0] : s;
+        noe[0] = w ? w->oe[0] : s + b8_utf8_len(text[s]);
+        n = 1;
+    }
+    if (!w) {
+        for (int32_t i = s; i < e;) {
+            if (text[i] < 0x80) {
+                nb[n] = text[i];
+                nos[n] = i;
+                noe[n++] = i + 1;
+                i++;
+                continue;
+            }
+            int l = b8_utf8_len(text[i]);
+            for (int k = 0; k < l; k++, n++) {
+                nb[n] = text[i + k];
+                nos[n] = i;
+                noe[n] = i + l;
+            }
+            i += l;
+        }
+    } else {
         for (size_t i = 0; i < w->n; i++) {
             uint8_t buf[4];
             int l = b8_utf8_put(w->cp[i], buf);
             for (int k = 0; k < l; k++, n++) {
-                sc->nb[1 + n] = buf[k];
-                sc->nos[1 + n] = w->os[i];
-                sc->noe[1 + n] = w->oe[i];
+                nb[n] = buf[k];
+                nos[n] = w->os[i];
+                noe[n] = w->oe[i];
             }
         }
-    }
-    /* ByteLevel's add_prefix_space: a space before a piece that does not start with one,
-     * aligned to the first character */
-    size_t at = 1;
-    if (n > 0 && t->bpe.add_prefix_space && sc->nb[1] != ' ') {
-        sc->nb[0] = ' ';
-        sc->nos[0] = sc->nos[1];
-        sc->noe[0] = sc->noe[1];
-        at = 0;
-        n++;
-    }
-    if (at) {
-        memmove(sc->nb, sc->nb + 1, n);
-        memmove(sc->nos, sc->nos + 1, n * sizeof *sc->nos);
-        memmove(sc->noe, sc->noe + 1, n * sizeof *sc->noe);
     }
     *out_n = n;
     return true;
@@ -275,11 +282,86 @@ static int32_t whole_word_id(const b8_tokenizer *t, const uint8_t *w, size_t m) 
     return v >= 0 ? (v & B8_PV_ID) : -1;
 }
 
+/* A cache of words already merged, kept in the scratch across calls (one per result, so per
+ * thread), direct-mapped; tagged with the tokenizer it belongs to (b8_tokenizer.bpe.tag,
+ * unique to each load), so a result reused with another tokenizer starts it afresh. */
+#define CACHE_SLOTS 4096
+#define CACHE_KEY 22
+#define CACHE_TOKS 8
+
+typedef struct cache_ent {
+    uint32_t hash;
+    uint8_t klen, ntok; /* klen 0: empty */
+    uint8_t key[CACHE_KEY];
+    int32_t id[CACHE_TOKS];
+    uint8_t len[CACHE_TOKS];
+} cache_ent;
+
+typedef struct word_cache {
+    uint64_t tag;
+    cache_ent ent[CACHE_SLOTS];
+} word_cache;
+
+static word_cache *cache_for(const b8_tokenizer *t, b8_tok_scratch *sc) {
+    word_cache *c = sc->bpe_cache;
+    if (!c) {
+        c = calloc(1, sizeof *c);
+        if (!c) return NULL; /* run without one */
+        sc->bpe_cache = c;
+        c->tag = t->bpe.tag;
+    }
+    if (c->tag != t->bpe.tag) {
+        memset(c, 0, sizeof *c);
+        c->tag = t->bpe.tag;
+    }
+    return c;
+}
+
+static inline uint32_t word_hash(const uint8_t *w, size_t m) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < m; i++)
+        h = (h ^ w[i]) * 16777619u;
+    return h;
+}
+
+/* Appends the tokens (ids with their byte lengths) of the word at nb[a...]. */
+static bert8_status emit(const b8_tokenizer *t, const uint8_t *text, b8_tok_scratch *sc, size_t a,
+                         const int32_t *ids, const int32_t *lens, int32_t n, b8_tokseq *seq,
+                         int32_t word, b8_err *err) {
+    size_t pos = a;
+    for (int32_t i = 0; i < n; i++) {
+        size_t end = pos + (size_t)lens[i];
+        int32_t os = sc->nos[pos], oe = sc->noe[end - 1];
+        size_t slen = 0;
+        const char *str = b8_tokenizer_id_to_token(t, ids[i], &slen);
+        b8_bpe_trim_offsets(t, text, str, slen, seq->n == 0, &os, &oe);
+        if (!b8_tokseq_push(seq, ids[i], os, oe, word, str, slen))
+            return b8_fail(err, BERT8_ERR_NOMEM, "out of memory while tokenizing");
+        pos = end;
+    }
+    return BERT8_OK;
+}
+
 /* BPE of one word (nb[a, b)); tokens go to seq with word index `word`. */
 static bert8_status bpe_word(const b8_tokenizer *t, const uint8_t *text, b8_tok_scratch *sc,
                              size_t a, size_t b, b8_tokseq *seq, int32_t word, b8_err *err) {
     const uint8_t *w = sc->nb + a;
     size_t m = b - a;
+    cache_ent *ce = NULL;
+    uint32_t h = 0;
+    if (m <= CACHE_KEY) {
+        word_cache *c = cache_for(t, sc);
+        if (c) {
+            h = word_hash(w, m);
+            ce = &c->ent[h & (CACHE_SLOTS - 1)];
+            if (ce->klen == m && ce->hash == h && !memcmp(ce->key, w, m)) {
+                int32_t lens[CACHE_TOKS];
+                for (int i = 0; i < ce->ntok; i++)
+                    lens[i] = ce->len[i];
+                return emit(t, text, sc, a, ce->id, lens, ce->ntok, seq, word, err);
+            }
+        }
+    }
     if (sc->bpe_cap < m) {
         size_t cap = m < 64 ? 64 : m * 2;
         sym *ns = realloc(sc->bpe_sym, cap * sizeof *ns);
@@ -352,20 +434,26 @@ static bert8_status bpe_word(const b8_tokenizer *t, const uint8_t *text, b8_tok_
             }
         }
     }
-    /* offsets count the kept symbols' lengths, as Word::get_offsets does */
-    size_t pos = a;
+    /* the kept symbols, in order, compacted into ids/lens (sy is read ahead of the writes);
+     * offsets count their lengths, as Word::get_offsets does */
+    int32_t *ids = (int32_t *)sc->bpe_heap, *lens = ids + m;
+    int32_t nk = 0;
     for (int32_t i = 0; i < ns; i++) {
         if (sy[i].len == 0) continue;
-        size_t end = pos + (size_t)sy[i].len;
-        int32_t os = sc->nos[pos], oe = sc->noe[end - 1];
-        size_t slen = 0;
-        const char *str = b8_tokenizer_id_to_token(t, sy[i].id, &slen);
-        b8_bpe_trim_offsets(t, text, str, slen, seq->n == 0, &os, &oe);
-        if (!b8_tokseq_push(seq, sy[i].id, os, oe, word, str, slen))
-            return b8_fail(err, BERT8_ERR_NOMEM, "out of memory while tokenizing");
-        pos = end;
+        ids[nk] = sy[i].id;
+        lens[nk++] = sy[i].len;
     }
-    return BERT8_OK;
+    if (ce && nk <= CACHE_TOKS) {
+        ce->hash = h;
+        ce->klen = (uint8_t)m;
+        ce->ntok = (uint8_t)nk;
+        memcpy(ce->key, w, m);
+        for (int32_t i = 0; i < nk; i++) {
+            ce->id[i] = ids[i];
+            ce->len[i] = (uint8_t)lens[i];
+        }
+    }
+    return emit(t, text, sc, a, ids, lens, nk, seq, word, err);
 }
 
 bert8_status b8_bpe_tokenize(const b8_tokenizer *t, const uint8_t *text, int32_t s, int32_t e,

@@ -4,6 +4,7 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tokenizer/tok_internal.h"
 
@@ -145,6 +146,11 @@ bert8_status b8_bpe_parse_model(b8_tokenizer *t, const void *model_json, const c
                        path);
     bert8_status st = b8_tokjson_vocab(t, get(model, "vocab"), path, e);
     if (st != BERT8_OK) return st;
+    /* the word caches' tag: the load's time and address, so no two live loads share one */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    t->bpe.tag = ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^
+                 ((uint64_t)(uintptr_t)t << 20);
     const char *prefix = cJSON_IsString(pre) ? pre->valuestring : "";
     const char *suffix = cJSON_IsString(suf) ? suf->valuestring : "";
     st = parse_merges(t, get(model, "merges"), prefix[0] ? prefix : NULL, path, e);

@@ -138,6 +138,7 @@ typedef struct b8_tok_scratch {
     size_t plan_cap;
     void *bpe_sym, *bpe_heap; /* BPE: the symbols of one word and its merge queue */
     size_t bpe_cap;
+    void *bpe_cache; /* BPE: words already merged (bpe.c) */
 } b8_tok_scratch;
 
 bool b8_scratch_bytes(b8_tok_scratch *s, size_t n); /* nb/nos/noe hold at least n */
@@ -255,6 +256,7 @@ struct b8_tokenizer {
         bool trim_offsets, trim_prefix_space; /* post-processor offset trimming */
         uint8_t norm[B8_BPE_MAX_NORM];        /* B8_BPE_NORM_* in order */
         int n_norm;
+        uint64_t tag; /* tells this load apart from any other (the scratch's word cache) */
     } bpe;
 };
 

@@ -104,6 +104,7 @@ void b8_scratch_free(b8_tok_scratch *s) {
     free(s->plan);
     free(s->bpe_sym);
     free(s->bpe_heap);
+    free(s->bpe_cache);
     memset(s, 0, sizeof *s);
 }
 
