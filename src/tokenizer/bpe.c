@@ -123,6 +123,28 @@ static size_t split_next(const uint8_t *s, size_t n, size_t i) {
 
 /* ---- Normalization into the scratch bytes ---------------------------------------------- */
 
+/* b8_uni_nfc gives every character of a composed group the group's span; `tokenizers`
+ * aligns output character k of a group with input character k (a composed character keeps
+ * its starter's span, the marks it absorbed vanish). Valid while the spans are still those
+ * of single input characters, i.e. when NFC runs first. */
+static void nfc_align(const uint8_t *text, b8_ucps *u) {
+    for (size_t i = 0; i < u->n;) {
+        size_t j = i + 1;
+        while (j < u->n && u->os[j] == u->os[i] && u->oe[j] == u->oe[i])
+            j++;
+        int32_t p = u->os[i], end = u->oe[i];
+        if (j - i > 1 || end - p > b8_utf8_len(text[p])) {
+            for (size_t q = i; q < j; q++) {
+                int32_t l = b8_utf8_len(text[p]);
+                u->os[q] = p;
+                u->oe[q] = p + l;
+                if (p + l < end) p += l;
+            }
+        }
+        i = j;
+    }
+}
+
 /* text[s, e) normalized into sc->nb (with the prefix space when configured), each byte with
  * the origin span of its character; *out_n gets the length. */
 static bool normalize(const b8_tokenizer *t, const uint8_t *text, int32_t s, int32_t e,
@@ -143,6 +165,7 @@ static bool normalize(const b8_tokenizer *t, const uint8_t *text, int32_t s, int
         for (int k = 0; k < t->bpe.n_norm; k++) {
             if (t->bpe.norm[k] == B8_BPE_NORM_NFC) {
                 if (!b8_uni_nfc(u, &sc->tmp, &sc->nfc)) return false;
+                if (k == 0) nfc_align(text, u);
             } else {
                 b8_ucps *o = &sc->tmp;
                 o->n = 0;

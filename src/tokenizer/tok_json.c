@@ -416,7 +416,8 @@ static bert8_status parse_post(b8_tokenizer *t, const cJSON *post, const char *p
         /* offset trimming of byte-level tokens (defaults as in `tokenizers`) */
         t->bpe.trim_offsets = t->kind == B8_TOK_BPE && get_flag(post, "trim_offsets", 1) == 1;
         t->bpe.trim_prefix_space = get_flag(post, "add_prefix_space", 1) == 1;
-        if (!strcmp(type, "ByteLevel")) return BERT8_OK; /* no special tokens */
+        if (!strcmp(type, "ByteLevel")) /* no special tokens of its own */
+            return t->n_single ? BERT8_OK : parse_post(t, NULL, path, e);
     }
     if (type && (!strcmp(type, "BertProcessing") || !strcmp(type, "RobertaProcessing"))) {
         int32_t cls = pair_id(get(post, "cls")), sep = pair_id(get(post, "sep"));
