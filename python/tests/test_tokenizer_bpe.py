@@ -67,6 +67,12 @@ def _variants():
                               "lstrip": False, "rstrip": True, "normalized": True, "special": False})
     v["normalizer"] = {"type": "Lowercase"}
     out["added_normalized"] = v
+    # the fuzz seed with the remaining options: pair-form merges, continuing_subword_prefix,
+    # end_of_word_suffix, ignore_merges, fuse_unk over missing bytes, no regex, a Sequence
+    # post-processor (ByteLevel + TemplateProcessing), NFC + Lowercase
+    seed = REPO / "fuzz" / "corpus" / "tokenizer_json" / "bpe_options"
+    if seed.exists():
+        out["options_seed"] = json.loads(seed.read_bytes().split(b"\n#####\n")[0])
     return out
 
 

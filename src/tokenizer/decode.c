@@ -103,13 +103,21 @@ static size_t invalid_prefix(const uint8_t *s, size_t n, size_t *len) {
     return 0;
 }
 
+/* `tokenizers` skips the added tokens marked special, not the roles (an <unk> of the model
+ * stays). */
+static bool added_special(const b8_tokenizer *t, int32_t id) {
+    for (int i = 0; i < t->n_added; i++)
+        if (t->added[i].id == id && t->added[i].special) return true;
+    return false;
+}
+
 static bert8_status decode_bpe(const b8_tokenizer *t, const int32_t *ids, int64_t n,
                                bool skip_special, char **out, b8_err *e) {
     sbuf raw = {0}, b = {0};
     put(&raw, "", 0);
     put(&b, "", 0);
     for (int64_t i = 0; i < n; i++) {
-        if (skip_special && b8_tokenizer_is_special(t, ids[i])) continue;
+        if (skip_special && added_special(t, ids[i])) continue;
         size_t len;
         const uint8_t *tok = (const uint8_t *)b8_tokenizer_id_to_token(t, ids[i], &len);
         /* a token whose characters are all in the byte alphabet gives those bytes, any other

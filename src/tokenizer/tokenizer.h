@@ -42,7 +42,9 @@
  *    offsets, as `tokenizers` does), normalizers NFC / Lowercase / Sequence of them, the
  *    GPT-2 split regex (written out by hand in bpe.c), bytes mapped to the GPT-2 byte
  *    alphabet, merges by rank, and RobertaProcessing / ByteLevel offset trimming. Offsets
- *    are the reference's character offsets expressed in bytes. See bpe.c.
+ *    are the reference's character offsets expressed in bytes; its trimming can leave a
+ *    token's start after the next token's (a lone prefix space before an unknown run). A
+ *    decoded text ends at its first NUL. See bpe.c.
  * Unicode properties come from utf8proc; code points first assigned in Unicode 15.0 are
  * treated as unassigned because the reference (Python 3.11) uses Unicode 14.0.
  */
