@@ -253,6 +253,7 @@ typedef struct sym {
 
 typedef struct qent {
     int32_t rank, pos, new_id;
+    int32_t left, right; /* the pair when pushed: still there means still valid */
 } qent;
 
 static inline bool q_less(const qent *a, const qent *b) {
@@ -289,7 +290,7 @@ static void q_pair(const b8_tokenizer *t, const sym *sy, qent *q, size_t *nq, in
     int32_t nx = sy[pos].next;
     if (nx < 0) return;
     const b8_bpe_merge *m = find_merge(t, sy[pos].id, sy[nx].id);
-    if (m) q_push(q, nq, (qent){m->rank, pos, m->new_id});
+    if (m) q_push(q, nq, (qent){m->rank, pos, m->new_id, sy[pos].id, sy[nx].id});
 }
 
 /* ignore_merges: the whole word's GPT-2 string when it is in the vocabulary, else -1. */
@@ -308,7 +309,7 @@ static int32_t whole_word_id(const b8_tokenizer *t, const uint8_t *w, size_t m) 
 /* A cache of words already merged, kept in the scratch across calls (one per result, so per
  * thread), direct-mapped; tagged with the tokenizer it belongs to (b8_tokenizer.bpe.tag,
  * unique to each load), so a result reused with another tokenizer starts it afresh. */
-#define CACHE_SLOTS 4096
+#define CACHE_SLOTS 16384
 #define CACHE_KEY 22
 #define CACHE_TOKS 8
 
@@ -445,8 +446,12 @@ static bert8_status bpe_word(const b8_tokenizer *t, const uint8_t *text, b8_tok_
                 sym *s0 = &sy[top.pos];
                 if (s0->len == 0 || s0->next < 0) continue;
                 sym *s1 = &sy[s0->next];
-                const b8_bpe_merge *cur = find_merge(t, s0->id, s1->id);
-                if (!cur || cur->new_id != top.new_id) continue; /* an expired entry */
+                if (s0->id != top.left || s1->id != top.right) {
+                    /* the pair changed: the entry is expired unless the new pair makes the
+                     * same token (the reference checks the new id only) */
+                    const b8_bpe_merge *cur = find_merge(t, s0->id, s1->id);
+                    if (!cur || cur->new_id != top.new_id) continue;
+                }
                 s0->id = top.new_id;
                 s0->len += s1->len;
                 s1->len = 0;
