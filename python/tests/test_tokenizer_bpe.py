@@ -65,6 +65,8 @@ def _variants():
     v = copy.deepcopy(base)
     v["added_tokens"].append({"id": len(v["model"]["vocab"]), "content": "movie!", "single_word": True,
                               "lstrip": False, "rstrip": True, "normalized": True, "special": False})
+    v["added_tokens"].append({"id": len(v["model"]["vocab"]) + 1, "content": "ÉCOLE", "single_word": False,
+                              "lstrip": True, "rstrip": False, "normalized": True, "special": False})
     v["normalizer"] = {"type": "Lowercase"}
     out["added_normalized"] = v
     # the fuzz seed with the remaining options: pair-form merges, continuing_subword_prefix,

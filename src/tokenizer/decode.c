@@ -114,12 +114,21 @@ static bool added_special(const b8_tokenizer *t, int32_t id) {
 static bert8_status decode_bpe(const b8_tokenizer *t, const int32_t *ids, int64_t n,
                                bool skip_special, char **out, b8_err *e) {
     sbuf raw = {0}, b = {0};
+    bool any_folded = false;
+    for (int k = 0; k < t->n_added; k++)
+        any_folded = any_folded || t->added[k].folded;
     put(&raw, "", 0);
     put(&b, "", 0);
     for (int64_t i = 0; i < n; i++) {
         if (skip_special && added_special(t, ids[i])) continue;
         size_t len;
         const uint8_t *tok = (const uint8_t *)b8_tokenizer_id_to_token(t, ids[i], &len);
+        for (int k = 0; any_folded && k < t->n_added; k++)
+            if (t->added[k].id == ids[i] && t->added[k].folded) {
+                /* `tokenizers` decodes a normalized added token as its normalized content */
+                tok = (const uint8_t *)t->added[k].folded;
+                len = t->added[k].folded_len;
+            }
         /* a token whose characters are all in the byte alphabet gives those bytes, any other
          * its own text */
         size_t start = raw.n;

@@ -167,6 +167,10 @@ typedef struct b8_added_token {
     /* BPE (`tokenizers` semantics): matched on the normalized text in a second pass; false:
      * on the raw text in the first */
     bool normalized;
+    /* BPE with a Lowercase normalizer: the content lower-cased, as `tokenizers` normalizes a
+     * normalized token before matching it (fold then matches against this); else NULL */
+    char *folded;
+    size_t folded_len;
 } b8_added_token;
 
 enum { B8_TMPL_SPECIAL = 0, B8_TMPL_SEQ_A = 1, B8_TMPL_SEQ_B = 2, B8_TMPL_MAX = 8 };

@@ -131,8 +131,10 @@ void b8_tokenizer_free(b8_tokenizer *t) {
     free(t->tok_blob);
     free(t->tok_off);
     b8_ptrie_free(&t->trie);
-    for (int i = 0; i < t->n_added; i++)
+    for (int i = 0; i < t->n_added; i++) {
         free(t->added[i].content);
+        free(t->added[i].folded);
+    }
     free(t->added);
     free(t->wp.unk_token);
     free(t->wp.prefix);
@@ -307,7 +309,7 @@ bert8_status b8_tok_add_token(b8_tokenizer *t, const char *content, size_t len, 
     if (!c) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
     memcpy(c, content, len);
     c[len] = 0;
-    na[t->n_added++] = (b8_added_token){c, len, id, lstrip, rstrip, single_word, special, false, false};
+    na[t->n_added++] = (b8_added_token){c, len, id, lstrip, rstrip, single_word, special, false, false, NULL, 0};
     return BERT8_OK;
 }
 
@@ -375,11 +377,28 @@ bert8_status b8_tok_finish(b8_tokenizer *t, b8_err *e) {
         bool lower = t->kind == B8_TOK_WORDPIECE && t->wp.lowercase;
         for (int k = 0; t->kind == B8_TOK_BPE && a->normalized && k < t->bpe.n_norm; k++)
             lower = lower || t->bpe.norm[k] == B8_BPE_NORM_LOWER; /* a Lowercase normalizer */
-        a->fold = lower &&
-                  lowered_match((const uint8_t *)a->content, a->len, a->content, a->len) == a->len;
+        if (lower && t->kind == B8_TOK_BPE && !a->folded) {
+            /* at most 3 bytes of lower case per byte of content (U+0130 -> i U+0307) */
+            char *f = malloc(a->len * 3 + 1);
+            if (!f) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory finishing the tokenizer");
+            size_t n = 0;
+            for (size_t k = 0; k < a->len;) {
+                uint32_t cp, lc[2];
+                k += (size_t)b8_utf8_next((const uint8_t *)a->content + k, &cp);
+                int m = b8_uni_lower(cp, lc);
+                for (int j = 0; j < m; j++)
+                    n += (size_t)b8_utf8_put(lc[j], (uint8_t *)f + n);
+            }
+            f[n] = 0;
+            a->folded = f;
+            a->folded_len = n;
+        }
+        const char *fc = a->folded ? a->folded : a->content;
+        size_t fl = a->folded ? a->folded_len : a->len;
+        a->fold = lower && lowered_match((const uint8_t *)fc, fl, fc, fl) == fl;
         if (!a->fold) continue;
         /* upper-case spellings start with other bytes: any letter, any non-ASCII lead */
-        uint8_t c0 = (uint8_t)a->content[0];
+        uint8_t c0 = (uint8_t)fc[0];
         if (c0 >= 'a' && c0 <= 'z') t->added_first[c0 - 32] = 1;
         for (int b = 0xC0; b < 0x100; b++)
             t->added_first[b] = 1;
@@ -525,7 +544,8 @@ static const b8_added_token *match_added_pass(const b8_tokenizer *t, const uint8
     for (int i = 0; i < t->n_added; i++) {
         const b8_added_token *a = &t->added[i];
         if (!a->fold || a->normalized != normalized) continue;
-        size_t m = lowered_match(s, n, a->content, a->len);
+        size_t m = a->folded ? lowered_match(s, n, a->folded, a->folded_len)
+                             : lowered_match(s, n, a->content, a->len);
         if (m) {
             *mlen = m;
             return a;
