@@ -387,7 +387,7 @@ static bert8_status bpe_word(const b8_tokenizer *t, const uint8_t *text, b8_tok_
         }
     }
     if (sc->bpe_cap < m) {
-        size_t cap = m < 64 ? 64 : m * 2;
+        size_t cap = m < 64 ? 64 : m + m / 2;
         sym *ns = realloc(sc->bpe_sym, cap * sizeof *ns);
         if (ns) sc->bpe_sym = ns;
         qent *nq = realloc(sc->bpe_heap, cap * 3 * sizeof *nq); /* at most 2m entries at once */
