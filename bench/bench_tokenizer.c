@@ -1,8 +1,10 @@
-/* bench_tokenizer.c: single-thread tokens per second of both tokenizers on the SST-2
- * training sentences (first column), through the encode path the engine uses (UTF-8 check,
- * special tokens, one sentence per call, result reused). Rates use the thread's CPU time,
- * so they are per core even on a busy machine; wall time is printed alongside.
- *   bench_tokenizer [--shared DIR] [--rounds N] [--tsv FILE] */
+/* bench_tokenizer.c: single-thread tokens per second of the tokenizers (WordPiece, Unigram,
+ * byte-level BPE) on the SST-2 training sentences (first column), through the encode path the
+ * engine uses (UTF-8 check, special tokens, one sentence per call, result reused). Rates use
+ * the thread's CPU time, so they are per core even on a busy machine; wall time is printed
+ * alongside. The BPE tokenizer.json defaults to the test one (tests/data/bpe, run from the
+ * source tree); it is skipped when absent.
+ *   bench_tokenizer [--shared DIR] [--rounds N] [--tsv FILE] [--bpe tokenizer.json] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,7 +89,7 @@ static void run(const char *name, const b8_tokenizer *t, const corpus *c, int ro
 }
 
 int main(int argc, char **argv) {
-    const char *shared = "../shared", *tsv = NULL;
+    const char *shared = "../shared", *tsv = NULL, *bpe_path = "tests/data/bpe/tokenizer.json";
     int rounds = 5;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--shared") && i + 1 < argc)
@@ -96,8 +98,11 @@ int main(int argc, char **argv) {
             rounds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--tsv") && i + 1 < argc)
             tsv = argv[++i];
+        else if (!strcmp(argv[i], "--bpe") && i + 1 < argc)
+            bpe_path = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--shared DIR] [--rounds N] [--tsv FILE]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--shared DIR] [--rounds N] [--tsv FILE] [--bpe FILE]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -130,6 +135,15 @@ int main(int argc, char **argv) {
     printf("load: wordpiece %.1f ms, unigram %.1f ms\n", (t1 - t0) * 1e3, (t2 - t1) * 1e3);
     run("wordpiece", wp, &c, rounds);
     run("unigram", ug, &c, rounds);
+    b8_tokenizer *bpe = NULL;
+    double t3 = now();
+    if (b8_tokenizer_load_files(B8_TOK_AUTO, bpe_path, NULL, &bpe, &e) == BERT8_OK) {
+        printf("load: bpe %.1f ms (%s)\n", (now() - t3) * 1e3, bpe_path);
+        run("bpe", bpe, &c, rounds);
+    } else {
+        printf("bpe: skipped (%s)\n", e.msg);
+    }
+    b8_tokenizer_free(bpe);
     b8_tokenizer_free(wp);
     b8_tokenizer_free(ug);
     free(c.text);

@@ -1,7 +1,8 @@
 /* fuzz_tok.h: the documented invariants of tokenizer output, checked by the tokenizer
  * harnesses after every successful call (tokenizer.h is the reference):
  *  - ids in [0, vocab_size);
- *  - offsets [start, end) inside the text, start <= end, starts non-decreasing;
+ *  - offsets [start, end) inside the text, start <= end, starts non-decreasing (not for BPE:
+ *    trimming a token's leading space can move its start past the next token's);
  *  - word ids non-decreasing and non-negative; token strings NUL-terminated in order;
  *  - encodings: real tokens then padding (pad id, attention 0, special 1, sequence -1, word -1,
  *    offsets 0,0); template tokens special with offsets 0,0; truncation and padding lengths as
@@ -18,7 +19,7 @@ static inline void fuzz_check_pieces(const b8_tokenizer *t, const b8_tok_pieces 
         FUZZ_CHECK(p->ids[i] >= 0 && p->ids[i] < vs);
         int64_t s = p->offsets[2 * i], e = p->offsets[2 * i + 1];
         FUZZ_CHECK(s >= 0 && s <= e && (size_t)e <= len);
-        if (i) FUZZ_CHECK(s >= p->offsets[2 * i - 2]);
+        if (i && b8_tokenizer_kind(t) != B8_TOK_BPE) FUZZ_CHECK(s >= p->offsets[2 * i - 2]);
         FUZZ_CHECK(p->word_ids[i] >= 0 && (i == 0 || p->word_ids[i] >= p->word_ids[i - 1]));
         FUZZ_CHECK(p->str_off[i + 1] > p->str_off[i]);
         FUZZ_CHECK(p->strings[p->str_off[i + 1] - 1] == '\0');

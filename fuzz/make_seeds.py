@@ -283,6 +283,82 @@ SMALL_PIECES = [("<unk>", 0.0, 2), ("<s>", 0.0, 3), ("</s>", 0.0, 3), ("\u2581",
                 ("\u2581unused", 0.0, 5), (",", -11.0, 1), (".", -11.5, 1)]
 
 
+def gpt2_char(b):
+    """The GPT-2 byte alphabet: the character byte b is written as."""
+    printable = list(range(33, 127)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    if b in printable:
+        return chr(b)
+    return chr(256 + [x for x in range(256) if x not in printable].index(b))
+
+
+def seeds_bpe():
+    """Byte-level BPE tokenizer.json seeds: a small hand-made model in RoBERTa's layout, one
+    with the other options (pair merges, prefix space, normalizers, template, prefix/suffix,
+    ignore_merges, fuse_unk with missing bytes), and the test tokenizer trained on SST-2
+    (tests/data/bpe, project-made)."""
+    alphabet = [gpt2_char(b) for b in range(256)]
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    merges = [("\u0120", "t"), ("h", "e"), ("\u0120t", "he"), ("i", "n"), ("\u0120", "a"),
+              ("o", "u"), ("\u0120a", "n"), ("in", "g"), ("\u0120", "\u0120"), ("\u010a", "\u010a")]
+    vocab = {t: i for i, t in enumerate(specials + alphabet)}
+    for a, b in merges:
+        vocab.setdefault(a + b, len(vocab))
+    added = [{"id": vocab[t], "content": t, "single_word": False, "lstrip": t == "<mask>",
+              "rstrip": False, "normalized": False, "special": True} for t in specials]
+    rob = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+           "normalizer": None,
+           "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                             "use_regex": True},
+           "post_processor": {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0],
+                              "trim_offsets": True, "add_prefix_space": False},
+           "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
+                       "use_regex": True},
+           "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>",
+                     "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                     "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                     "vocab": vocab, "merges": [a + " " + b for a, b in merges]}}
+    put("tokenizer_json", "bpe_roberta", json.dumps(rob) + SEP.decode() +
+        "the  thing <mask> an\n\n\n  ouing's I'll \U0001F600 \u4e2d\u6587 e\u0301 \x00\x7f</s>")
+    # the other options: missing bytes (no 'z'), prefix and suffix, pair-form merges
+    small = [c for c in alphabet if c != "z"]
+    v2 = {t: i for i, t in enumerate(["<unk>", "<s>", "</s>"] + small)}
+    for c in "hetn":
+        v2.setdefault("##" + c, len(v2))
+        v2.setdefault(c + "</w>", len(v2))
+        v2.setdefault("##" + c + "</w>", len(v2))
+    m2 = [["t", "##h"], ["th", "##e"], ["\u0120", "##t"]]
+    for a, b in m2:
+        v2.setdefault(a + b[2:], len(v2))
+    opt = {"added_tokens": [{"id": 1, "content": "<s>", "single_word": False, "lstrip": False,
+                             "rstrip": False, "normalized": False, "special": True},
+                            {"id": 2, "content": "</s>", "single_word": False, "lstrip": False,
+                             "rstrip": False, "normalized": False, "special": True},
+                            {"id": len(v2), "content": "movie", "single_word": True, "lstrip": False,
+                             "rstrip": True, "normalized": True, "special": False}],
+           "normalizer": {"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Lowercase"}]},
+           "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+               {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
+                "use_regex": False}]},
+           "post_processor": {"type": "Sequence", "processors": [
+               {"type": "ByteLevel", "trim_offsets": True, "add_prefix_space": True,
+                "use_regex": True},
+               {"type": "TemplateProcessing",
+                "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+                "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "</s>", "type_id": 1}},
+                         {"Sequence": {"id": "B", "type_id": 1}}],
+                "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]},
+                                   "</s>": {"id": "</s>", "ids": [2], "tokens": ["</s>"]}}}]},
+           "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
+                       "use_regex": True},
+           "model": {"type": "BPE", "unk_token": "<unk>", "fuse_unk": True, "ignore_merges": True,
+                     "continuing_subword_prefix": "##", "end_of_word_suffix": "</w>",
+                     "vocab": v2, "merges": m2}}
+    put("tokenizer_json", "bpe_options", json.dumps(opt, indent=1) + SEP.decode() +
+        "The zzz MOVIE movie! \u0130stanbul the\u00a0then")
+    put("tokenizer_json", "bpe_sst2_trained",
+        rd(ROOT, "tests", "data", "bpe", "tokenizer.json") + SEP + "Hello <mask>!  it's a 'great' film\n\n".encode())
+
+
 # A small WordPiece vocabulary for the tokenizer.json seeds (written here).
 SMALL_WP_VOCAB = "\n".join([
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "you", "o", "w", "x", "##y",
@@ -369,7 +445,8 @@ def seeds_tokenizers():
                     {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always"}]},
                 "post_processor": None, "added_tokens": []}
     put("tokenizer_json", "unigram_small", json.dumps(small_ug) + SEP.decode() + "the hello world")
-    put("tokenizer_json", "bpe_unsupported", '{"model":{"type":"BPE","vocab":{},"merges":[]}}')
+    put("tokenizer_json", "bpe_empty_vocab", '{"model":{"type":"BPE","vocab":{},"merges":[]}}')
+    seeds_bpe()
 
     # sentencepiece models
     put("spm", "small", spm_model(SMALL_PIECES) + SEP + "hello world, \u6771 caf\u00e9".encode())

@@ -355,8 +355,13 @@ TEST(tokenizer_json_errors_name_the_problem) {
     CHECK(strstr(e.msg, "bad.json") != NULL && t == NULL);
     const char *bpe = "{\"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}}";
     CHECK(tu_write_file(path, bpe, strlen(bpe)) == 0);
+    CHECK(b8_tokenizer_load_files(B8_TOK_AUTO, path, NULL, &t, &e) == BERT8_ERR_FORMAT);
+    CHECK(strstr(e.msg, "model.vocab is empty") != NULL);
+    const char *bpe_pre = "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, "
+                          "\"pre_tokenizer\": {\"type\": \"Whitespace\"}}";
+    CHECK(tu_write_file(path, bpe_pre, strlen(bpe_pre)) == 0);
     CHECK(b8_tokenizer_load_files(B8_TOK_AUTO, path, NULL, &t, &e) == BERT8_ERR_UNSUPPORTED);
-    CHECK(strstr(e.msg, "BPE") != NULL);
+    CHECK(strstr(e.msg, "BPE (ByteLevel is)") != NULL);
     const char *nounk =
         "{\"model\": {\"type\": \"WordPiece\", \"unk_token\": \"[UNK]\", \"vocab\": "
         "{\"a\": 0}}, \"normalizer\": null, \"pre_tokenizer\": {\"type\": "

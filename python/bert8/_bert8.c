@@ -799,7 +799,8 @@ static int dict_put(PyObject *d, const char *key, PyObject *value) {
 /* Character offsets [rows][seq][2] of an encoding: byte offsets converted in the token's own
  * text; special tokens and padding get (0, 0) as the Hugging Face fast tokenizers give. Tokens of
  * one sequence run left to right, so the count goes on from the previous token's start. */
-static void char_offsets(const bert8_encoding *e, const texts *a, const texts *b, int64_t *out) {
+static void char_offsets(const bert8_tokenizer *tok, const bert8_encoding *e, const texts *a, const texts *b,
+                         int64_t *out) {
     for (int64_t r = 0; r < e->rows; r++) {
         const int64_t in = e->row_input[r];
         int64_t cur_b[2] = {0, 0}, cur_c[2] = {0, 0};
@@ -827,12 +828,15 @@ static void char_offsets(const bert8_encoding *e, const texts *a, const texts *b
         }
         /* A SentencePiece token that is only the word-boundary mark U+2581 covers blanks (or, at
          * the start, nothing). The fast tokenizers report the first character after those blanks
-         * instead; so does offset_mapping (byte offsets keep what the token covers). */
+         * instead; so does offset_mapping (byte offsets keep what the token covers). A byte-level
+         * BPE token's offsets are already the fast tokenizers' own. */
         for (int64_t t = 0; t < e->seq; t++) {
             const int64_t k = r * e->seq + t;
             const int32_t sid = e->sequence_ids[k];
             const texts *x = sid == 0 ? a : sid == 1 ? b : NULL;
             if (!x || !x->t[in].data) continue;
+            const char *piece = bert8_tokenizer_id_to_token(tok, e->input_ids[k]);
+            if (!piece || strncmp(piece, "\xe2\x96\x81", 3)) continue;
             const char *u = x->t[in].data;
             const int64_t s = e->offsets[2 * k], en = e->offsets[2 * k + 1], len = (int64_t)x->t[in].len;
             int64_t i = s;
@@ -886,7 +890,7 @@ static PyObject *tokenizer_encode(Tokenizer *t, PyObject *args, PyObject *kw) {
     if (st == BERT8_OK) {
         size_t n = (size_t)(enc->enc.rows * enc->enc.seq) * 2;
         offs = malloc((n ? n : 1) * sizeof *offs);
-        if (offs) char_offsets(&enc->enc, &a, &b, offs);
+        if (offs) char_offsets(t->tok, &enc->enc, &a, &b, offs);
         else nomem = 1;
     }
     Py_END_ALLOW_THREADS

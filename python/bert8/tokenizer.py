@@ -287,7 +287,10 @@ class Tokenizer:
 
     def decode(self, token_ids: Any, skip_special_tokens: bool = False) -> str:
         """Text of token ids as transformers' ``tokenizer.decode``."""
-        ids = as_int32(np.asarray(token_ids).reshape(-1), "token_ids", 1)
+        arr = np.asarray(token_ids).reshape(-1)
+        if arr.size == 0:
+            arr = arr.astype(np.int32)  # np.asarray([]) is float64
+        ids = as_int32(arr, "token_ids", 1)
         return self._t.decode(ids, skip_special_tokens)
 
     def batch_decode(self, sequences: Any, skip_special_tokens: bool = False) -> List[str]:

@@ -1,7 +1,8 @@
 /* decode.c: ids back to text, as transformers v4.31's tokenizer.decode does with its defaults
  * (spaces_between_special_tokens, clean_up_tokenization_spaces): WordPiece tokens joined by
  * spaces with " ##" removed; SentencePiece pieces concatenated with U+2581 read as a space;
- * then the tokenization-space clean-up. */
+ * then the tokenization-space clean-up. BPE decodes as `tokenizers`' ByteLevel decoder: each
+ * token's GPT-2 characters back to bytes, invalid UTF-8 replaced by U+FFFD, no clean-up. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,10 +70,116 @@ static char *strip(char *s) {
     return s;
 }
 
+/* Length of the longest prefix of s[0, n) that starts a valid UTF-8 sequence (at least 1): what
+ * one U+FFFD replaces in String::from_utf8_lossy. Returns 0 when s starts a valid character
+ * (*len gets its length then). */
+static size_t invalid_prefix(const uint8_t *s, size_t n, size_t *len) {
+    uint8_t c = s[0];
+    size_t need;
+    uint8_t lo = 0x80, hi = 0xBF;
+    if (c < 0x80) {
+        *len = 1;
+        return 0;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+        need = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        need = 2;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        need = 3;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+    } else {
+        return 1;
+    }
+    size_t k = 1;
+    for (; k <= need; k++) {
+        if (k >= n) return k;
+        uint8_t lo_k = k == 1 ? lo : 0x80, hi_k = k == 1 ? hi : 0xBF;
+        if (s[k] < lo_k || s[k] > hi_k) return k;
+    }
+    *len = need + 1;
+    return 0;
+}
+
+/* `tokenizers` skips the added tokens marked special, not the roles (an <unk> of the model
+ * stays). */
+static bool added_special(const b8_tokenizer *t, int32_t id) {
+    for (int i = 0; i < t->n_added; i++)
+        if (t->added[i].id == id && t->added[i].special) return true;
+    return false;
+}
+
+static bert8_status decode_bpe(const b8_tokenizer *t, const int32_t *ids, int64_t n,
+                               bool skip_special, char **out, b8_err *e) {
+    sbuf raw = {0}, b = {0};
+    bool any_folded = false;
+    for (int k = 0; k < t->n_added; k++)
+        any_folded = any_folded || t->added[k].folded;
+    put(&raw, "", 0);
+    put(&b, "", 0);
+    for (int64_t i = 0; i < n; i++) {
+        if (skip_special && added_special(t, ids[i])) continue;
+        size_t len;
+        const uint8_t *tok = (const uint8_t *)b8_tokenizer_id_to_token(t, ids[i], &len);
+        for (int k = 0; any_folded && k < t->n_added; k++)
+            if (t->added[k].id == ids[i] && t->added[k].folded) {
+                /* `tokenizers` decodes a normalized added token as its normalized content */
+                tok = (const uint8_t *)t->added[k].folded;
+                len = t->added[k].folded_len;
+            }
+        /* a token whose characters are all in the byte alphabet gives those bytes, any other
+         * its own text */
+        size_t start = raw.n;
+        bool all = true;
+        for (size_t k = 0; k < len && all;) {
+            uint32_t cp;
+            k += (size_t)b8_utf8_next(tok + k, &cp);
+            int byte = b8_bpe_char_byte(cp);
+            if (byte < 0) {
+                all = false;
+                break;
+            }
+            char c = (char)byte;
+            put(&raw, &c, 1);
+        }
+        if (!all) {
+            raw.n = start;
+            put(&raw, (const char *)tok, len);
+        }
+    }
+    for (size_t i = 0; i < raw.n && !raw.oom;) {
+        size_t cl = 0;
+        size_t bad = invalid_prefix((const uint8_t *)raw.p + i, raw.n - i, &cl);
+        if (bad) {
+            put(&b, "\xEF\xBF\xBD", 3);
+            i += bad;
+        } else {
+            put(&b, raw.p + i, cl);
+            i += cl;
+        }
+    }
+    bool oom = raw.oom || b.oom;
+    free(raw.p);
+    if (oom) {
+        free(b.p);
+        return b8_fail(e, BERT8_ERR_NOMEM, "out of memory decoding %lld ids", (long long)n);
+    }
+    *out = b.p;
+    return BERT8_OK;
+}
+
 bert8_status b8_tokenizer_decode(const b8_tokenizer *t, const int32_t *ids, int64_t n, bool skip_special, char **out,
                                  b8_err *e) {
     *out = NULL;
     if (n < 0 || (n > 0 && !ids)) return b8_fail(e, BERT8_ERR_INVALID_ARG, "decode: %lld ids without an array", (long long)n);
+    for (int64_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= t->vocab_size)
+            return b8_fail(e, BERT8_ERR_INVALID_ARG,
+                           "decode: id %d at %lld is outside the vocabulary [0, %lld)", ids[i],
+                           (long long)i, (long long)t->vocab_size);
+    if (t->kind == B8_TOK_BPE) return decode_bpe(t, ids, n, skip_special, out, e);
     sbuf b = {0};
     put(&b, "", 0);
     const bool wp = t->kind == B8_TOK_WORDPIECE;

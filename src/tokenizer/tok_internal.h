@@ -136,12 +136,23 @@ typedef struct b8_tok_scratch {
     int64_t nseqs;
     void *plan; /* encode: row plan */
     size_t plan_cap;
+    void *bpe_sym, *bpe_heap; /* BPE: the symbols of one word and its merge queue */
+    size_t bpe_cap;
+    void *bpe_cache; /* BPE: words already merged (bpe.c) */
 } b8_tok_scratch;
 
 bool b8_scratch_bytes(b8_tok_scratch *s, size_t n); /* nb/nos/noe hold at least n */
 void b8_scratch_free(b8_tok_scratch *s);
 
 /* ---- The tokenizer ------------------------------------------------------------------- */
+
+/* One merge of a BPE model: the pair (left, right) becomes new_id; lower rank merges first. */
+typedef struct b8_bpe_merge {
+    int32_t left, right; /* left < 0: empty slot */
+    int32_t rank, new_id;
+} b8_bpe_merge;
+
+enum { B8_BPE_NORM_NFC = 1, B8_BPE_NORM_LOWER = 2, B8_BPE_MAX_NORM = 8 };
 
 typedef struct b8_added_token {
     char *content;
@@ -153,6 +164,13 @@ typedef struct b8_added_token {
     /* also matches text that lower-cases to it: the do_lower_case pre-pass of
      * PreTrainedTokenizer.tokenize runs before the split on added tokens */
     bool fold;
+    /* BPE (`tokenizers` semantics): matched on the normalized text in a second pass; false:
+     * on the raw text in the first */
+    bool normalized;
+    /* BPE with a Lowercase normalizer: the content lower-cased, as `tokenizers` normalizes a
+     * normalized token before matching it (fold then matches against this); else NULL */
+    char *folded;
+    size_t folded_len;
 } b8_added_token;
 
 enum { B8_TMPL_SPECIAL = 0, B8_TMPL_SEQ_A = 1, B8_TMPL_SEQ_B = 2, B8_TMPL_MAX = 8 };
@@ -228,12 +246,45 @@ struct b8_tokenizer {
         int32_t *reserved_id;
         int n_reserved;
     } ug;
+
+    struct {
+        b8_bpe_merge *merges; /* open addressing on (left, right) */
+        uint32_t merge_mask;  /* slots - 1 (a power of two) */
+        int64_t n_merges;
+        /* id of each byte's GPT-2 alphabet character, first in a word / later (with the
+         * continuing_subword_prefix) / last (with end_of_word_suffix) / both; -1 absent */
+        int32_t byte_id[4][256];
+        int32_t unk_id; /* -1: characters missing from the vocabulary are dropped */
+        bool fuse_unk, ignore_merges;
+        bool add_prefix_space, use_regex;
+        bool trim_offsets, trim_prefix_space; /* post-processor offset trimming */
+        uint8_t norm[B8_BPE_MAX_NORM];        /* B8_BPE_NORM_* in order */
+        int n_norm;
+        uint64_t tag; /* tells this load apart from any other (the scratch's word cache) */
+    } bpe;
 };
 
 /* Model stages: tokenize text[s, e) (no added tokens inside) and append to seq; *word is
  * the next word index and is advanced. */
 bert8_status b8_wp_tokenize(const b8_tokenizer *t, const uint8_t *text, int32_t s, int32_t e,
                             b8_tokseq *seq, b8_tok_scratch *sc, int32_t *word, b8_err *err);
+bert8_status b8_bpe_tokenize(const b8_tokenizer *t, const uint8_t *text, int32_t s, int32_t e,
+                             b8_tokseq *seq, b8_tok_scratch *sc, int32_t *word, b8_err *err);
+/* The post-processor's offset trimming of one token (str, len bytes: its string), first in its
+ * sequence or not; offsets move by characters of text. */
+void b8_bpe_trim_offsets(const b8_tokenizer *t, const uint8_t *text, const char *str, size_t len,
+                         bool first, int32_t *os, int32_t *oe);
+/* GPT-2 byte alphabet: the character (UTF-8, 1 or 2 bytes) a byte is written as. */
+int b8_bpe_byte_char(uint8_t byte, uint8_t out[2]);
+/* The byte a GPT-2 alphabet character stands for, -1 when cp is not one. */
+int b8_bpe_char_byte(uint32_t cp);
+/* Reads model (a cJSON object: vocab, merges, ...) into t's BPE tables; path for messages.
+ * Declared with void * so that this header stays free of cJSON. */
+bert8_status b8_bpe_parse_model(b8_tokenizer *t, const void *model, const char *path, b8_err *e);
+/* The rest of a BPE tokenizer.json (root, a cJSON object): normalizer, ByteLevel
+ * pre-tokenizer, decoder. */
+bert8_status b8_bpe_parse_pipeline(b8_tokenizer *t, const void *root, const char *path, b8_err *e);
+void b8_bpe_free(b8_tokenizer *t);
 bert8_status b8_ug_tokenize(const b8_tokenizer *t, const uint8_t *text, int32_t s, int32_t e,
                             b8_tokseq *seq, b8_tok_scratch *sc, int32_t *word, b8_err *err);
 
@@ -264,6 +315,9 @@ bert8_status b8_ug_set_charsmap(b8_tokenizer *t, const uint8_t *blob, size_t n, 
 /* Finishes the Unigram model: min/max scores, piece trie, ASCII table. */
 bert8_status b8_ug_finish(b8_tokenizer *t, b8_err *e);
 
+/* model.vocab of a tokenizer.json ({"token": id, ...}, a cJSON object) into t's id -> token
+ * table and trie; a repeated id is an error, a repeated key keeps the last. */
+bert8_status b8_tokjson_vocab(b8_tokenizer *t, const void *vocab, const char *path, b8_err *e);
 /* Parses a tokenizer.json (text, NUL-terminated) into a fresh tokenizer. */
 bert8_status b8_tokjson_parse(const char *text, size_t len, const char *path,
                               const b8_tok_options *opt, b8_tokenizer **out, b8_err *e);

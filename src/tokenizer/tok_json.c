@@ -66,9 +66,9 @@ static ptrdiff_t b64_decode(const char *s, uint8_t *out) {
 
 /* ---- Models ---------------------------------------------------------------------------- */
 
-static bert8_status parse_wordpiece(b8_tokenizer *t, const cJSON *model, const char *path,
-                                    b8_err *e) {
-    const cJSON *vocab = get(model, "vocab");
+bert8_status b8_tokjson_vocab(b8_tokenizer *t, const void *vocab_json, const char *path,
+                              b8_err *e) {
+    const cJSON *vocab = vocab_json;
     if (!cJSON_IsObject(vocab))
         return b8_fail(e, BERT8_ERR_FORMAT, "%s: model.vocab is not an object", path);
     int64_t maxid = -1, count = 0;
@@ -126,6 +126,13 @@ static bert8_status parse_wordpiece(b8_tokenizer *t, const cJSON *model, const c
         b8_wrap(e, "%s: model.vocab", path);
     free(toks);
     free(lens);
+    if (st != BERT8_OK) return st;
+    return BERT8_OK;
+}
+
+static bert8_status parse_wordpiece(b8_tokenizer *t, const cJSON *model, const char *path,
+                                    b8_err *e) {
+    bert8_status st = b8_tokjson_vocab(t, get(model, "vocab"), path, e);
     if (st != BERT8_OK) return st;
     const char *prefix = get_str(model, "continuing_subword_prefix");
     free(t->wp.prefix);
@@ -384,10 +391,34 @@ static bert8_status parse_post(b8_tokenizer *t, const cJSON *post, const char *p
         t->tmpl_single[0] = (b8_tmpl_item){B8_TMPL_SEQ_A, 0, 0};
         t->n_pair = 2;
         t->tmpl_pair[0] = (b8_tmpl_item){B8_TMPL_SEQ_A, 0, 0};
-        t->tmpl_pair[1] = (b8_tmpl_item){B8_TMPL_SEQ_B, t->kind == B8_TOK_WORDPIECE, 0};
+        t->tmpl_pair[1] = (b8_tmpl_item){B8_TMPL_SEQ_B, t->kind != B8_TOK_UNIGRAM, 0};
         return BERT8_OK;
     }
     const char *type = get_str(post, "type");
+    if (type && !strcmp(type, "Sequence")) {
+        /* e.g. ByteLevel (offsets) then TemplateProcessing (special tokens) */
+        const cJSON *list = get(post, "processors");
+        if (!cJSON_IsArray(list))
+            return b8_fail(e, BERT8_ERR_FORMAT, "%s: Sequence post_processor without a list", path);
+        bert8_status st = parse_post(t, NULL, path, e);
+        for (const cJSON *it = list->child; it && st == BERT8_OK; it = it->next) {
+            const char *ty = get_str(it, "type");
+            if (ty && !strcmp(ty, "Sequence"))
+                return b8_fail(e, BERT8_ERR_UNSUPPORTED, "%s: nested post_processor Sequence", path);
+            st = parse_post(t, it, path, e);
+        }
+        return st;
+    }
+    if (type && (!strcmp(type, "RobertaProcessing") || !strcmp(type, "ByteLevel"))) {
+        if (t->kind != B8_TOK_BPE && !strcmp(type, "ByteLevel"))
+            return b8_fail(e, BERT8_ERR_UNSUPPORTED, "%s: a ByteLevel post_processor needs a BPE model",
+                           path);
+        /* offset trimming of byte-level tokens (defaults as in `tokenizers`) */
+        t->bpe.trim_offsets = t->kind == B8_TOK_BPE && get_flag(post, "trim_offsets", 1) == 1;
+        t->bpe.trim_prefix_space = get_flag(post, "add_prefix_space", 1) == 1;
+        if (!strcmp(type, "ByteLevel")) /* no special tokens of its own */
+            return t->n_single ? BERT8_OK : parse_post(t, NULL, path, e);
+    }
     if (type && (!strcmp(type, "BertProcessing") || !strcmp(type, "RobertaProcessing"))) {
         int32_t cls = pair_id(get(post, "cls")), sep = pair_id(get(post, "sep"));
         if (cls < 0 || sep < 0 || cls >= t->vocab_size || sep >= t->vocab_size)
@@ -432,7 +463,9 @@ static bert8_status parse(const cJSON *root, const char *path, const b8_tok_opti
     const char *mtype = get_str(model, "type");
     const cJSON *vocab = get(model, "vocab");
     b8_tok_kind kind;
-    if (mtype ? !strcmp(mtype, "WordPiece") : cJSON_IsObject(vocab))
+    if (mtype ? !strcmp(mtype, "BPE") : (cJSON_IsObject(vocab) && get(model, "merges")))
+        kind = B8_TOK_BPE;
+    else if (mtype ? !strcmp(mtype, "WordPiece") : cJSON_IsObject(vocab))
         kind = B8_TOK_WORDPIECE;
     else if (mtype ? !strcmp(mtype, "Unigram") : cJSON_IsArray(vocab))
         kind = B8_TOK_UNIGRAM;
@@ -460,6 +493,9 @@ static bert8_status parse(const cJSON *root, const char *path, const b8_tok_opti
                 t->wp.strip_accents = t->wp.lowercase;
             if (opt->tokenize_chinese_chars >= 0) t->wp.chinese = opt->tokenize_chinese_chars;
         }
+    } else if (kind == B8_TOK_BPE) {
+        st = b8_bpe_parse_model(t, model, path, e);
+        if (st == BERT8_OK) st = b8_bpe_parse_pipeline(t, root, path, e);
     } else {
         st = parse_unigram(t, model, path, e);
         if (st == BERT8_OK) st = ug_normalizer(t, get(root, "normalizer"), path, e);
@@ -481,6 +517,9 @@ static bert8_status parse(const cJSON *root, const char *path, const b8_tok_opti
                               get_flag(it, "rstrip", 0), get_flag(it, "single_word", 0),
                               get_flag(it, "special", 0), e);
         if (st != BERT8_OK) b8_wrap(e, "%s: added_tokens", path);
+        for (int i = 0; st == BERT8_OK && i < t->n_added; i++)
+            if (t->added[i].len == strlen(content) && !memcmp(t->added[i].content, content, t->added[i].len))
+                t->added[i].normalized = get_flag(it, "normalized", !get_flag(it, "special", 0)) == 1;
     }
     if (st == BERT8_OK && kind == B8_TOK_UNIGRAM) st = finish_unigram(t, path, e);
     if (st == BERT8_OK) st = parse_post(t, get(root, "post_processor"), path, e);
@@ -505,7 +544,7 @@ static bert8_status parse(const cJSON *root, const char *path, const b8_tok_opti
             if (t->special[B8_SPECIAL_MASK] < 0 && m >= 0 && m != t->special[B8_SPECIAL_UNK])
                 t->special[B8_SPECIAL_MASK] = m;
         }
-        if (kind == B8_TOK_UNIGRAM) {
+        if (kind != B8_TOK_WORDPIECE) {
             t->special[B8_SPECIAL_BOS] = t->special[B8_SPECIAL_CLS];
             t->special[B8_SPECIAL_EOS] = t->special[B8_SPECIAL_SEP];
         }

@@ -102,6 +102,9 @@ void b8_scratch_free(b8_tok_scratch *s) {
         b8_tokseq_free(&s->seqs[i]);
     free(s->seqs);
     free(s->plan);
+    free(s->bpe_sym);
+    free(s->bpe_heap);
+    free(s->bpe_cache);
     memset(s, 0, sizeof *s);
 }
 
@@ -128,8 +131,10 @@ void b8_tokenizer_free(b8_tokenizer *t) {
     free(t->tok_blob);
     free(t->tok_off);
     b8_ptrie_free(&t->trie);
-    for (int i = 0; i < t->n_added; i++)
+    for (int i = 0; i < t->n_added; i++) {
         free(t->added[i].content);
+        free(t->added[i].folded);
+    }
     free(t->added);
     free(t->wp.unk_token);
     free(t->wp.prefix);
@@ -139,6 +144,7 @@ void b8_tokenizer_free(b8_tokenizer *t) {
     free(t->ug.type);
     free(t->ug.charsmap);
     b8_ptrie_free(&t->ug.user);
+    b8_bpe_free(t);
     for (int i = 0; i < t->ug.n_reserved; i++)
         free(t->ug.reserved[i]);
     free(t->ug.reserved);
@@ -232,7 +238,7 @@ int32_t b8_tok_append_token(b8_tokenizer *t, const char *s, size_t len, b8_err *
 
 /* Id by vocabulary only (no added tokens), as the model's own lookup gives it. */
 static int32_t vocab_lookup(const b8_tokenizer *t, const char *s, size_t len) {
-    if (t->kind == B8_TOK_WORDPIECE) return b8_ptrie_get(&t->trie, s, len);
+    if (t->kind != B8_TOK_UNIGRAM) return b8_ptrie_get(&t->trie, s, len);
     if (t->ug.fairseq) {
         static const char *const fixed[4] = {"<s>", "<pad>", "</s>", "<unk>"};
         for (int k = 0; k < 4; k++)
@@ -285,7 +291,9 @@ bert8_status b8_tok_add_token(b8_tokenizer *t, const char *content, size_t len, 
     }
     if (id < 0) {
         id = vocab_lookup(t, content, len);
-        int32_t unk = t->kind == B8_TOK_WORDPIECE ? t->wp.unk_id : t->ug.unk_id;
+        int32_t unk = t->kind == B8_TOK_WORDPIECE ? t->wp.unk_id
+                      : t->kind == B8_TOK_BPE     ? t->bpe.unk_id
+                                                  : t->ug.unk_id;
         size_t unk_len = 0;
         const char *unk_s = unk >= 0 ? b8_tokenizer_id_to_token(t, unk, &unk_len) : NULL;
         bool is_unk = unk_s && unk_len == len && !memcmp(unk_s, content, len);
@@ -301,7 +309,7 @@ bert8_status b8_tok_add_token(b8_tokenizer *t, const char *content, size_t len, 
     if (!c) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
     memcpy(c, content, len);
     c[len] = 0;
-    na[t->n_added++] = (b8_added_token){c, len, id, lstrip, rstrip, single_word, special, false};
+    na[t->n_added++] = (b8_added_token){c, len, id, lstrip, rstrip, single_word, special, false, false, NULL, 0};
     return BERT8_OK;
 }
 
@@ -366,11 +374,31 @@ bert8_status b8_tok_finish(b8_tokenizer *t, b8_err *e) {
     for (int i = 0; i < t->n_added; i++) {
         b8_added_token *a = &t->added[i];
         t->added_first[(uint8_t)a->content[0]] = 1;
-        a->fold = t->kind == B8_TOK_WORDPIECE && t->wp.lowercase &&
-                  lowered_match((const uint8_t *)a->content, a->len, a->content, a->len) == a->len;
+        bool lower = t->kind == B8_TOK_WORDPIECE && t->wp.lowercase;
+        for (int k = 0; t->kind == B8_TOK_BPE && a->normalized && k < t->bpe.n_norm; k++)
+            lower = lower || t->bpe.norm[k] == B8_BPE_NORM_LOWER; /* a Lowercase normalizer */
+        if (lower && t->kind == B8_TOK_BPE && !a->folded) {
+            /* at most 3 bytes of lower case per byte of content (U+0130 -> i U+0307) */
+            char *f = malloc(a->len * 3 + 1);
+            if (!f) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory finishing the tokenizer");
+            size_t n = 0;
+            for (size_t k = 0; k < a->len;) {
+                uint32_t cp, lc[2];
+                k += (size_t)b8_utf8_next((const uint8_t *)a->content + k, &cp);
+                int m = b8_uni_lower(cp, lc);
+                for (int j = 0; j < m; j++)
+                    n += (size_t)b8_utf8_put(lc[j], (uint8_t *)f + n);
+            }
+            f[n] = 0;
+            a->folded = f;
+            a->folded_len = n;
+        }
+        const char *fc = a->folded ? a->folded : a->content;
+        size_t fl = a->folded ? a->folded_len : a->len;
+        a->fold = lower && lowered_match((const uint8_t *)fc, fl, fc, fl) == fl;
         if (!a->fold) continue;
         /* upper-case spellings start with other bytes: any letter, any non-ASCII lead */
-        uint8_t c0 = (uint8_t)a->content[0];
+        uint8_t c0 = (uint8_t)fc[0];
         if (c0 >= 'a' && c0 <= 'z') t->added_first[c0 - 32] = 1;
         for (int b = 0xC0; b < 0x100; b++)
             t->added_first[b] = 1;
@@ -392,7 +420,7 @@ bert8_status b8_tok_finish(b8_tokenizer *t, b8_err *e) {
         }
         if (t->wp.unk_id < 0)
             return b8_fail(e, BERT8_ERR_MISSING, "the WordPiece vocabulary has no unknown token");
-    } else if (t->ug.unk_id < 0) {
+    } else if (t->kind == B8_TOK_UNIGRAM && t->ug.unk_id < 0) {
         return b8_fail(e, BERT8_ERR_MISSING, "the Unigram model has no unknown piece");
     }
     return BERT8_OK;
@@ -502,6 +530,107 @@ static bool word_bounded(const uint8_t *s, int32_t len, int32_t a, int32_t b) {
     return true;
 }
 
+/* The longest added token at s whose normalized flag is `normalized` (BPE), or NULL. */
+static const b8_added_token *match_added_pass(const b8_tokenizer *t, const uint8_t *s, size_t n,
+                                              bool normalized, size_t *mlen) {
+    for (int i = 0; i < t->n_added; i++) {
+        const b8_added_token *a = &t->added[i];
+        if (a->normalized != normalized) continue;
+        if (a->len <= n && (uint8_t)a->content[0] == s[0] && !memcmp(a->content, s, a->len)) {
+            *mlen = a->len;
+            return a;
+        }
+    }
+    for (int i = 0; i < t->n_added; i++) {
+        const b8_added_token *a = &t->added[i];
+        if (!a->fold || a->normalized != normalized) continue;
+        size_t m = a->folded ? lowered_match(s, n, a->folded, a->folded_len)
+                             : lowered_match(s, n, a->content, a->len);
+        if (m) {
+            *mlen = m;
+            return a;
+        }
+    }
+    return NULL;
+}
+
+/* Unicode White_Space (Rust's char::is_whitespace), what `tokenizers` strips beside added
+ * tokens. */
+static bool rust_space(uint32_t cp) {
+    if (cp < 0x80) return cp == ' ' || (cp >= 0x09 && cp <= 0x0D);
+    return cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
+           cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+}
+
+/* `tokenizers`' AddedVocabulary::find_matches over text[a, b): leftmost-longest matches of
+ * the tokens of one pass (non-overlapping; a single_word match glued to a word is skipped,
+ * its bytes not searched again); lstrip/rstrip take the whitespace beside a match into it
+ * (never what an earlier match took). Between matches, the first pass runs the second and
+ * the second runs the model. */
+static bert8_status split_added_bpe(const b8_tokenizer *t, const uint8_t *text, int32_t a,
+                                    int32_t b, bool normalized, b8_tokseq *seq,
+                                    b8_tok_scratch *sc, int32_t *word, b8_err *e) {
+    int32_t done = a; /* start_offset: everything before it is emitted */
+    for (int32_t q = a;;) {
+        const b8_added_token *at = NULL;
+        size_t mlen = 0;
+        int32_t m = b;
+        for (; q < b; q++) {
+            if (!t->added_first[text[q]]) continue;
+            at = match_added_pass(t, text + q, (size_t)(b - q), normalized, &mlen);
+            if (at && at->single_word &&
+                !word_bounded(text + a, b - a, q - a, q - a + (int32_t)mlen)) {
+                q += (int32_t)mlen - 1;
+                at = NULL;
+                continue;
+            }
+            if (at) {
+                m = q;
+                break;
+            }
+        }
+        int32_t start = m, stop = at ? m + (int32_t)mlen : m;
+        if (at && at->lstrip) {
+            int32_t p = start;
+            while (p > a) {
+                int32_t r = p - 1;
+                while (r > a && (text[r] & 0xC0) == 0x80)
+                    r--;
+                uint32_t cp;
+                b8_utf8_next(text + r, &cp);
+                if (!rust_space(cp)) break;
+                p = r;
+            }
+            start = p > done ? p : done;
+        }
+        if (at && at->rstrip) {
+            while (stop < b) {
+                uint32_t cp;
+                int l = b8_utf8_next(text + stop, &cp);
+                if (!rust_space(cp)) break;
+                stop += l;
+            }
+        }
+        if (start > done) {
+            bert8_status st = normalized ? b8_bpe_tokenize(t, text, done, start, seq, sc, word, e)
+                                         : split_added_bpe(t, text, done, start, true, seq, sc,
+                                                           word, e);
+            if (st != BERT8_OK) return st;
+        }
+        if (!at) break;
+        /* the token's string is the text it covers, stripped whitespace included */
+        int32_t os = start, oe = stop;
+        b8_bpe_trim_offsets(t, text, (const char *)text + start, (size_t)(stop - start),
+                            seq->n == 0, &os, &oe);
+        if (!b8_tokseq_push(seq, at->id, os, oe, (*word)++, (const char *)text + start,
+                            (size_t)(stop - start)))
+            return b8_fail(e, BERT8_ERR_NOMEM, "out of memory while tokenizing");
+        done = stop > done ? stop : done;
+        q = m + (int32_t)mlen;
+    }
+    return BERT8_OK;
+}
+
 /* PreTrainedTokenizer.tokenize: cut the text at added/special tokens (matched verbatim,
  * leftmost-longest), strip whitespace beside them as their lstrip/rstrip say, run the model
  * on what lies between. Text must be valid UTF-8 (checked by the caller). */
@@ -509,6 +638,10 @@ static bert8_status tokenize_seq(const b8_tokenizer *t, const uint8_t *text, int
                                  b8_tokseq *seq, b8_tok_scratch *sc, b8_err *e) {
     seq->n = 0;
     seq->str_n = 0;
+    if (t->kind == B8_TOK_BPE) {
+        int32_t w = 0;
+        return split_added_bpe(t, text, 0, len, false, seq, sc, &w, e);
+    }
     int32_t word = 0, seg = 0, p = 0;
     bool strip_left = false;
     for (;;) {

@@ -1,6 +1,7 @@
 /* tokenizer.h: WordPiece (BERT, DistilBERT, multilingual BERT) and SentencePiece-Unigram
  * (XLM-RoBERTa) tokenizers that reproduce the Hugging Face "slow" tokenizers of transformers
- * v4.31 id for id, plus the encoding layer the engine needs (special tokens, token types,
+ * v4.31 id for id, a byte-level BPE tokenizer (GPT-2, RoBERTa, ModernBERT) that reproduces
+ * the Hugging Face `tokenizers` library (ids, tokens, offsets), plus the encoding layer the engine needs (special tokens, token types,
  * truncation, overflow windows with a stride, byte offsets, word ids, padded batches).
  *
  * Thread safety: a b8_tokenizer is immutable once loaded and may be shared by any number of
@@ -35,6 +36,15 @@
  *    U+200C/U+200D and the circled/squared letters). A match refused that way is not
  *    retried at a later start inside it (leftmost-longest, non-overlapping, like HF). The
  *    slow tokenizers of transformers v4.31 ignore single_word.
+ *  - BPE = `tokenizers` (0.2x) with a tokenizer.json whose model is BPE and whose
+ *    pre-tokenizer is ByteLevel: added tokens split first (normalized=false ones on the raw
+ *    text, then the others; lstrip/rstrip take the whitespace into the token and its
+ *    offsets, as `tokenizers` does), normalizers NFC / Lowercase / Sequence of them, the
+ *    GPT-2 split regex (written out by hand in bpe.c), bytes mapped to the GPT-2 byte
+ *    alphabet, merges by rank, and RobertaProcessing / ByteLevel offset trimming. Offsets
+ *    are the reference's character offsets expressed in bytes; its trimming can leave a
+ *    token's start after the next token's (a lone prefix space before an unknown run). A
+ *    decoded text ends at its first NUL. See bpe.c.
  * Unicode properties come from utf8proc; code points first assigned in Unicode 15.0 are
  * treated as unassigned because the reference (Python 3.11) uses Unicode 14.0.
  */
@@ -73,7 +83,8 @@ typedef struct b8_tokenizer b8_tokenizer;
 typedef enum b8_tok_kind {
     B8_TOK_AUTO = -1,     /* b8_tokenizer_load_files: decide from the file */
     B8_TOK_WORDPIECE = 0, /* vocab.txt or a tokenizer.json with a WordPiece model */
-    B8_TOK_UNIGRAM = 1    /* sentencepiece .model or a tokenizer.json with a Unigram model */
+    B8_TOK_UNIGRAM = 1,   /* sentencepiece .model or a tokenizer.json with a Unigram model */
+    B8_TOK_BPE = 2        /* a tokenizer.json with a byte-level BPE model (GPT-2, RoBERTa) */
 } b8_tok_kind;
 
 /* Options that override what the folder's config files say. -1 / 0 mean "not set". */
