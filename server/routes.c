@@ -1,7 +1,8 @@
 /* routes.c: TEI's routes over the pipeline. For each POST route: parse the JSON body, check it
- * as TEI does (types, empty and oversized batches, the model's type), take one permit per input
- * (429 past --max-concurrent-requests), tokenize to count real tokens (422 for an input too long
- * without truncation), then queue a job; when the job has run, write TEI's response. These run on
+ * as TEI does (types, empty and oversized batches, the model's type, prompt names), take one
+ * permit per input (429 past --max-concurrent-requests), tokenize (the prompt prepended; 422 for
+ * an input too long without truncation), then queue a job that carries the token ids, so the
+ * model thread never tokenizes again; when the job has run, write TEI's response. These run on
  * the HTTP worker threads, so parsing and tokenization never hold up the model thread. */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -19,6 +20,10 @@ typedef struct srv_call {
     int64_t n;           /* inputs */
     bert8_text *texts, *pairs;
     int64_t *tokens;
+    bert8_token_ids *ids;  /* [n] into encs */
+    bert8_encoding *encs;  /* the request's encodings, chunk by chunk */
+    int64_t n_encs;
+    const char *prompt_name; /* the request's (points into root), NULL: the default */
     int64_t permits;
     int64_t chars, total_tokens;
     int64_t tokenization_ns;
@@ -76,7 +81,8 @@ static const struct {
     {"/metrics", R_METRICS, 0},     {"/embed", R_EMBED, 1},         {"/embed_all", R_EMBED_ALL, 1},
     {"/predict", R_PREDICT, 1},     {"/rerank", R_RERANK, 1},       {"/similarity", R_SIMILARITY, 1},
     {"/tokenize", R_TOKENIZE, 1},   {"/decode", R_DECODE, 1},       {"/v1/embeddings", R_OPENAI, 1},
-    {"/embeddings", R_OPENAI, 1},   {"/invocations", R_DEFAULT, 1},
+    {"/embeddings", R_OPENAI, 1},   {"/invocations", R_DEFAULT, 1}, {"/docs", R_DOCS, 0},
+    {"/docs/", R_DOCS, 0},          {"/openapi.json", R_OPENAPI, 0}, {"/api-doc/openapi.json", R_OPENAPI, 0},
 };
 
 srv_route_id srv_route_lookup(const srv_server *s, const char *url, const char *method, int *method_ok) {
@@ -96,7 +102,7 @@ srv_route_id srv_route_lookup(const srv_server *s, const char *url, const char *
     return R_OTHER;
 }
 
-int srv_route_needs_auth(srv_route_id r) { return r != R_HEALTH && r != R_METRICS; }
+int srv_route_needs_auth(srv_route_id r) { return r != R_HEALTH && r != R_METRICS && r != R_DOCS && r != R_OPENAPI; }
 
 /* ---- request fields -------------------------------------------------------------------- */
 
@@ -177,8 +183,9 @@ static int alloc_inputs(srv_call *c, int64_t n, int pairs, srv_response *r) {
     c->n = n;
     c->texts = calloc(m, sizeof *c->texts);
     c->tokens = calloc(m, sizeof *c->tokens);
+    c->ids = calloc(m, sizeof *c->ids);
     c->pairs = pairs ? calloc(m, sizeof *c->pairs) : NULL;
-    if (!c->texts || !c->tokens || (pairs && !c->pairs)) {
+    if (!c->texts || !c->tokens || !c->ids || (pairs && !c->pairs)) {
         srv_error(r, E_BACKEND, c->openai, "out of memory");
         return -1;
     }
@@ -200,11 +207,49 @@ static int check_batch(srv_server *s, srv_call *c, int64_t n, const char *what, 
     return 0;
 }
 
-/* TEI's prompt_name prepends a sentence-transformers prompt; bert8 has none to apply. */
-static int no_prompt(const cJSON *o, srv_response *r) {
+/* TEI's prompt_name: one of config_sentence_transformers.json's prompts, prepended to each
+ * text (an unknown name is refused when the texts are tokenized, in TEI's words). */
+static int get_prompt_name(const cJSON *o, srv_call *c, srv_response *r) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "prompt_name");
     if (!v || cJSON_IsNull(v)) return 0;
-    srv_error(r, E_VALIDATION, 0, "`prompt_name` is not supported: bert8 applies no sentence-transformers prompts");
+    if (!cJSON_IsString(v)) {
+        srv_error(r, E_VALIDATION, c->openai, "`prompt_name` must be a string");
+        return -1;
+    }
+    c->prompt_name = v->valuestring;
+    return 0;
+}
+
+/* The text of a prompt name (TEI's error when the folder has no such prompt), or the server's
+ * default prompt when name is NULL; *text NULL: no prompt. */
+static int prompt_text(srv_server *s, const char *name, const char **text, int openai, srv_response *r) {
+    *text = name ? NULL : s->info->default_prompt;
+    if (!name) return 0;
+    const char *pn, *pt;
+    for (int64_t i = 0; bert8_pipeline_prompt(s->pipe, i, &pn, &pt); i++)
+        if (!strcmp(pn, name)) {
+            *text = pt;
+            return 0;
+        }
+    if (!s->info->prompts) {
+        srv_error(r, E_VALIDATION, openai,
+                  "`default-prompt-name` is set to `%s` but no prompts were found in the Sentence Transformers "
+                  "configuration",
+                  name);
+        return -1;
+    }
+    jbuf b = {0};
+    for (int64_t i = 0; bert8_pipeline_prompt(s->pipe, i, &pn, NULL); i++) {
+        jb_puts(&b, i ? ", " : "[");
+        jb_cstr(&b, pn);
+    }
+    jb_putc(&b, ']');
+    jb_putc(&b, 0);
+    srv_error(r, E_VALIDATION, openai,
+              "`default-prompt-name` is set to `%s` but it was not found in the Sentence Transformers prompts. "
+              "Available prompts: %s",
+              name, b.oom ? "?" : b.data);
+    jb_free(&b);
     return -1;
 }
 
@@ -241,32 +286,41 @@ static int get_string_inputs(srv_server *s, srv_call *c, const cJSON *v, const c
 
 /* ---- tokenization: count real tokens, reject long inputs without truncation ---------------- */
 
-static int tokenize_inputs(srv_server *s, srv_call *c, int truncate, bert8_side side, srv_response *r) {
+static int tokenize_inputs(srv_server *s, srv_call *c, int truncate, bert8_side side, int embed, srv_response *r) {
     int64_t t0 = srv_now_ns();
-    bert8_encode_params ep = bert8_default_encode_params();
-    ep.add_special_tokens = 1;
-    ep.truncation = truncate ? BERT8_TRUNCATE_LONGEST_FIRST : BERT8_TRUNCATE_NONE;
-    ep.max_length = s->max_input_length;
-    ep.truncate_left = side == BERT8_SIDE_LEFT;
-    bert8_encoding enc = {0};
+    bert8_run_options ro = bert8_default_run_options();
+    ro.truncate = truncate;
+    ro.truncation_side = side;
+    ro.max_length = s->max_input_length;
+    bert8_embed_options eo = bert8_default_embed_options();
+    eo.prompt_name = c->prompt_name;
     char err[512];
     int rc = 0;
-    const int64_t CHUNK = 32; /* bounds the padded encoding's size */
+    const int64_t CHUNK = 32; /* bounds each padded encoding's size */
+    c->encs = calloc((size_t)((c->n + CHUNK - 1) / CHUNK + 1), sizeof *c->encs);
+    if (!c->encs) {
+        srv_error(r, E_BACKEND, c->openai, "out of memory");
+        return -1;
+    }
     for (int64_t i0 = 0; i0 < c->n && !rc; i0 += CHUNK) {
-        int64_t nb = c->n - i0 < CHUNK ? c->n - i0 : CHUNK;
+        int64_t nb = c->n - i0 < CHUNK ? c->n - i0 : CHUNK, plen = 0;
+        bert8_encoding *enc = &c->encs[c->n_encs++];
         err[0] = 0;
-        bert8_status st =
-            bert8_encode_texts(s->tok, nb, c->texts + i0, c->pairs ? c->pairs + i0 : NULL, &ep, &enc, err, sizeof err);
+        bert8_status st = bert8_pipeline_encode(s->pipe, nb, c->texts + i0, c->pairs ? c->pairs + i0 : NULL, &ro,
+                                                embed ? &eo : NULL, enc, &plen, err, sizeof err);
         if (st) {
-            srv_error(r, st == BERT8_ERR_ENCODING || st == BERT8_ERR_TOO_LARGE ? E_VALIDATION : E_TOKENIZER, c->openai,
-                      "%s", err[0] ? err : bert8_status_string(st));
-            fail_metric(s, "tokenizer");
+            int client = st == BERT8_ERR_ENCODING || st == BERT8_ERR_TOO_LARGE || st == BERT8_ERR_INVALID_ARG;
+            srv_error(r, client ? E_VALIDATION : E_TOKENIZER, c->openai, "%s", err[0] ? err : bert8_status_string(st));
+            fail_metric(s, client ? "validation" : "tokenizer");
             rc = -1;
             break;
         }
-        for (int64_t row = 0; row < enc.rows; row++) {
-            int64_t in = i0 + enc.row_input[row];
-            if (in < c->n) c->tokens[in] = enc.lengths[row];
+        for (int64_t row = 0; row < enc->rows; row++) {
+            int64_t in = i0 + enc->row_input[row];
+            if (in >= c->n) continue;
+            c->tokens[in] = enc->lengths[row];
+            c->ids[in] = (bert8_token_ids){enc->input_ids + row * enc->seq, enc->token_type_ids + row * enc->seq,
+                                           enc->lengths[row], plen};
         }
         for (int64_t i = i0; i < i0 + nb; i++) {
             if (!truncate && c->tokens[i] > s->max_input_length) {
@@ -282,7 +336,6 @@ static int tokenize_inputs(srv_server *s, srv_call *c, int truncate, bert8_side 
             if (c->pairs && c->pairs[i].data) c->chars += count_chars(c->pairs[i].data, c->pairs[i].len);
         }
     }
-    bert8_encoding_free(&enc);
     c->tokenization_ns = srv_now_ns() - t0;
     return rc;
 }
@@ -328,8 +381,13 @@ static void info_route(srv_server *s, srv_response *r) {
     jb_cstr(&b, s->cfg.served_model_name);
     jb_puts(&b, ",\"model_type\":");
     if (s->mtype == MT_EMBEDDING) {
-        static const char *const POOL[] = {"mean", "cls", "mean", "max"};
-        jb_printf(&b, "{\"embedding\":{\"pooling\":\"%s\"}}", POOL[s->info->pooling & 3]);
+        static const char *const POOL[] = {[BERT8_POOLING_DEFAULT] = "mean", [BERT8_POOLING_CLS] = "cls",
+                                           [BERT8_POOLING_MEAN] = "mean", [BERT8_POOLING_MAX] = "max",
+                                           [BERT8_POOLING_MEAN_SQRT_LEN] = "mean_sqrt_len_tokens",
+                                           [BERT8_POOLING_WEIGHTED_MEAN] = "weightedmean",
+                                           [BERT8_POOLING_LAST_TOKEN] = "last_token"};
+        const unsigned pi = (unsigned)s->info->pooling;
+        jb_printf(&b, "{\"embedding\":{\"pooling\":\"%s\"}}", pi < sizeof POOL / sizeof *POOL ? POOL[pi] : "mean");
     } else {
         jb_printf(&b, "{\"%s\":{\"id2label\":{", s->mtype == MT_RERANKER ? "reranker" : "classifier");
         for (int64_t i = 0; i < s->info->num_labels; i++) {
@@ -373,16 +431,43 @@ static void metrics_route(srv_server *s, srv_response *r) {
 
 static void tokenize_route(srv_server *s, srv_call *c, const cJSON *root, srv_response *r) {
     int add_special = 1;
-    if (get_bool(root, "add_special_tokens", &add_special, r, 0) || no_prompt(root, r) ||
-        get_string_inputs(s, c, cJSON_GetObjectItemCaseSensitive(root, "inputs"), "inputs", r))
+    const char *prompt;
+    if (get_bool(root, "add_special_tokens", &add_special, r, 0) || get_prompt_name(root, c, r) ||
+        get_string_inputs(s, c, cJSON_GetObjectItemCaseSensitive(root, "inputs"), "inputs", r) ||
+        prompt_text(s, c->prompt_name, &prompt, 0, r))
         return;
+    /* TEI tokenizes prompt + text, and the offsets point into that string */
+    char *joined = NULL;
+    bert8_text *texts = c->texts;
+    if (prompt && prompt[0]) {
+        size_t plen = strlen(prompt), total = 0;
+        for (int64_t i = 0; i < c->n; i++) total += plen + c->texts[i].len;
+        bert8_text *t = malloc((size_t)c->n * sizeof *t);
+        joined = malloc(total ? total : 1);
+        if (!t || !joined) {
+            free(t);
+            free(joined);
+            srv_error(r, E_BACKEND, 0, "out of memory");
+            return;
+        }
+        char *w = joined;
+        for (int64_t i = 0; i < c->n; i++) {
+            memcpy(w, prompt, plen);
+            memcpy(w + plen, c->texts[i].data, c->texts[i].len);
+            t[i] = (bert8_text){w, plen + c->texts[i].len};
+            w += t[i].len;
+        }
+        texts = t;
+    }
     bert8_encode_params ep = bert8_default_encode_params();
     ep.add_special_tokens = add_special;
     ep.truncation = BERT8_TRUNCATE_NONE;
     bert8_encoding enc = {0};
     char err[512] = "";
-    bert8_status st = bert8_encode_texts(s->tok, c->n, c->texts, NULL, &ep, &enc, err, sizeof err);
+    bert8_status st = bert8_encode_texts(s->tok, c->n, texts, NULL, &ep, &enc, err, sizeof err);
     if (st) {
+        if (texts != c->texts) free(texts);
+        free(joined);
         srv_error(r, st == BERT8_ERR_ENCODING ? E_VALIDATION : E_TOKENIZER, 0, "%s", err[0] ? err : bert8_status_string(st));
         fail_metric(s, "tokenizer");
         return;
@@ -390,7 +475,7 @@ static void tokenize_route(srv_server *s, srv_call *c, const cJSON *root, srv_re
     jbuf b = {0};
     jb_putc(&b, '[');
     for (int64_t row = 0; row < enc.rows; row++) {
-        const bert8_text *t = &c->texts[enc.row_input[row]];
+        const bert8_text *t = &texts[enc.row_input[row]];
         jb_puts(&b, row ? ",[" : "[");
         for (int64_t k = 0; k < enc.lengths[row]; k++) {
             int64_t at = row * enc.seq + k;
@@ -412,6 +497,8 @@ static void tokenize_route(srv_server *s, srv_call *c, const cJSON *root, srv_re
     }
     jb_putc(&b, ']');
     bert8_encoding_free(&enc);
+    if (texts != c->texts) free(texts);
+    free(joined);
     json_response(r, &b);
 }
 
@@ -495,8 +582,7 @@ static void job_common(srv_server *s, srv_call *c, srv_kind kind, int truncate, 
     srv_job *j = &c->job;
     j->kind = kind;
     j->n = c->n;
-    j->texts = c->texts;
-    j->pairs = c->pairs;
+    j->ids = c->ids;
     j->tokens = c->tokens;
     j->run = bert8_default_run_options();
     j->run.truncate = truncate;
@@ -537,11 +623,13 @@ static int embed_parse(srv_server *s, srv_call *c, const cJSON *root, srv_respon
                 return -1;
             }
         }
-        if (get_dimensions(root, s->info->dim, &dims, r, 1) ||
+        /* prompt_name is not in TEI's OpenAI request; bert8 honours it there too */
+        if (get_dimensions(root, s->info->dim, &dims, r, 1) || get_prompt_name(root, c, r) ||
             get_string_inputs(s, c, cJSON_GetObjectItemCaseSensitive(root, "input"), "input", r))
             return -1;
     } else {
-        if (get_bool(root, "truncate", &truncate, r, 0) || get_side(root, &side, r) || no_prompt(root, r)) return -1;
+        if (get_bool(root, "truncate", &truncate, r, 0) || get_side(root, &side, r) || get_prompt_name(root, c, r))
+            return -1;
         if (c->route == R_EMBED && (get_bool(root, "normalize", &normalize, r, 0) ||
                                     get_dimensions(root, s->info->dim, &dims, r, 0)))
             return -1;
@@ -549,11 +637,11 @@ static int embed_parse(srv_server *s, srv_call *c, const cJSON *root, srv_respon
     }
     srv_metrics_count(s->metrics, "te_request_count", "method", c->single ? "single" : "batch");
     if (need_model(s, c, s->mtype == MT_EMBEDDING, "Model is not an embedding model", r)) return -1;
-    if (acquire(s, c, r) || tokenize_inputs(s, c, truncate, side, r)) return -1;
+    if (acquire(s, c, r) || tokenize_inputs(s, c, truncate, side, 1, r)) return -1;
     job_common(s, c, c->route == R_EMBED_ALL ? K_EMBED_ALL : K_EMBED, truncate, side);
     c->job.embed.normalize = normalize;
     c->job.embed.dimensions = dims;
-    return alloc_out(c, dims ? dims : s->info->dim, r);
+    return alloc_out(c, c->route == R_EMBED_ALL ? s->info->model->hidden_size : dims ? dims : s->info->dim, r);
 }
 
 static int similarity_parse(srv_server *s, srv_call *c, const cJSON *root, srv_response *r) {
@@ -563,7 +651,7 @@ static int similarity_parse(srv_server *s, srv_call *c, const cJSON *root, srv_r
     bert8_side side = BERT8_SIDE_RIGHT;
     if (params && !cJSON_IsNull(params) &&
         (!cJSON_IsObject(params) || get_bool(params, "truncate", &truncate, r, 0) || get_side(params, &side, r) ||
-         no_prompt(params, r))) {
+         get_prompt_name(params, c, r))) {
         if (!r->body) srv_error(r, E_VALIDATION, 0, "`parameters` must be an object");
         return -1;
     }
@@ -594,7 +682,7 @@ static int similarity_parse(srv_server *s, srv_call *c, const cJSON *root, srv_r
     }
     srv_metrics_count(s->metrics, "te_request_count", "method", "batch");
     if (need_model(s, c, s->mtype == MT_EMBEDDING, "Model is not an embedding model", r)) return -1;
-    if (acquire(s, c, r) || tokenize_inputs(s, c, truncate, side, r)) return -1;
+    if (acquire(s, c, r) || tokenize_inputs(s, c, truncate, side, 1, r)) return -1;
     job_common(s, c, K_EMBED, truncate, side);
     c->job.embed.normalize = 0;
     return alloc_out(c, s->info->dim, r);
@@ -648,7 +736,7 @@ static int predict_parse(srv_server *s, srv_call *c, const cJSON *root, srv_resp
     }
     srv_metrics_count(s->metrics, "te_request_count", "method", c->single ? "single" : "batch");
     if (need_model(s, c, s->mtype != MT_EMBEDDING, "Model is not a classifier model", r)) return -1;
-    if (acquire(s, c, r) || tokenize_inputs(s, c, truncate, side, r)) return -1;
+    if (acquire(s, c, r) || tokenize_inputs(s, c, truncate, side, 0, r)) return -1;
     job_common(s, c, K_CLASSIFY, truncate, side);
     c->job.score_fn = c->raw_scores ? BERT8_SCORE_NONE : BERT8_SCORE_AUTO;
     return alloc_out(c, s->info->num_labels, r);
@@ -684,7 +772,7 @@ static int rerank_parse(srv_server *s, srv_call *c, const cJSON *root, srv_respo
         i++;
     }
     srv_metrics_count(s->metrics, "te_request_count", "method", "batch");
-    if (acquire(s, c, r) || tokenize_inputs(s, c, truncate, side, r)) return -1;
+    if (acquire(s, c, r) || tokenize_inputs(s, c, truncate, side, 0, r)) return -1;
     job_common(s, c, K_CLASSIFY, truncate, side);
     /* one label: sigmoid(logit), as bert8_rerank; raw: the logit */
     c->job.score_fn = c->raw_scores ? BERT8_SCORE_NONE : BERT8_SCORE_SIGMOID;
@@ -704,6 +792,9 @@ static void call_release(srv_server *s, srv_call *c) {
     free(c->texts);
     free(c->pairs);
     free(c->tokens);
+    free(c->ids);
+    for (int64_t i = 0; i < c->n_encs; i++) bert8_encoding_free(&c->encs[i]);
+    free(c->encs);
     cJSON_Delete(c->root);
     free(c);
 }
@@ -725,6 +816,10 @@ static int route_begin(srv_server *s, srv_route_id route, char *body, size_t len
     }
     if (route == R_METRICS) {
         metrics_route(s, r);
+        return 0;
+    }
+    if (route == R_DOCS || route == R_OPENAPI) {
+        srv_docs_route(route, r);
         return 0;
     }
     if (state != SRV_READY) {
