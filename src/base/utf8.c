@@ -1,7 +1,6 @@
 /* utf8.c: the UTF-8 validator and helpers (see utf8.h). */
 #include "base/utf8.h"
 
-#include <stdbool.h>
 #include <string.h>
 #include <utf8proc.h>
 
@@ -89,43 +88,6 @@ int64_t b8_utf8_chars(const char *s, size_t byte) {
     return n;
 }
 
-/* The "cased" and "case-ignorable" properties of Unicode's Final_Sigma rule, from the general
- * category (the few code points with Other_Lowercase / Other_Uppercase aside). */
-static bool is_cased(uint32_t cp) {
-    utf8proc_category_t c = utf8proc_category((utf8proc_int32_t)cp);
-    return c == UTF8PROC_CATEGORY_LU || c == UTF8PROC_CATEGORY_LL || c == UTF8PROC_CATEGORY_LT;
-}
-
-static bool is_case_ignorable(uint32_t cp) {
-    utf8proc_category_t c = utf8proc_category((utf8proc_int32_t)cp);
-    return c == UTF8PROC_CATEGORY_MN || c == UTF8PROC_CATEGORY_ME || c == UTF8PROC_CATEGORY_CF ||
-           c == UTF8PROC_CATEGORY_LM || c == UTF8PROC_CATEGORY_SK || cp == '\'' || cp == '.' || cp == ':' ||
-           cp == 0xB7 || cp == 0x2019;
-}
-
-/* Whether a capital sigma at s[at..] ends a word: a cased letter before it and none after. */
-static bool final_sigma(const uint8_t *s, size_t len, size_t at, size_t next) {
-    bool before = false;
-    for (size_t i = at; i > 0;) {
-        size_t j = i - 1;
-        while (j > 0 && (s[j] & 0xC0) == 0x80) j--;
-        uint32_t cp;
-        b8_utf8_next(s + j, &cp);
-        i = j;
-        if (is_case_ignorable(cp)) continue;
-        before = is_cased(cp);
-        break;
-    }
-    if (!before) return false;
-    for (size_t i = next; i < len;) {
-        uint32_t cp;
-        i += (size_t)b8_utf8_next(s + i, &cp);
-        if (is_case_ignorable(cp)) continue;
-        return !is_cased(cp);
-    }
-    return true;
-}
-
 size_t b8_utf8_lower(const char *s, size_t len, char *out) {
     const uint8_t *u = (const uint8_t *)s;
     uint8_t *o = (uint8_t *)out;
@@ -137,13 +99,10 @@ size_t b8_utf8_lower(const char *s, size_t len, char *out) {
             continue;
         }
         uint32_t cp;
-        size_t at = i;
         i += (size_t)b8_utf8_next(u + i, &cp);
         if (cp == 0x130) { /* the one full mapping to two code points */
             o[w++] = 'i';
             w += (size_t)b8_utf8_put(0x307, o + w);
-        } else if (cp == 0x3A3) {
-            w += (size_t)b8_utf8_put(final_sigma(u, len, at, i) ? 0x3C2 : 0x3C3, o + w);
         } else {
             w += (size_t)b8_utf8_put((uint32_t)utf8proc_tolower((utf8proc_int32_t)cp), o + w);
         }
