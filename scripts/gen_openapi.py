@@ -6,7 +6,9 @@ import json
 import pathlib
 
 S = lambda **k: k
-str_or_list = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+ids = {"type": "array", "items": {"type": "integer", "minimum": 0}, "description": "token ids (used as given; decoded to text when a prompt applies)"}
+str_or_list = {"oneOf": [{"type": "string"}, ids, {"type": "array", "items": {"oneOf": [{"type": "string"}, ids]}}]}
+text_only = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
 trunc = {"truncate": {"type": "boolean", "nullable": True, "description": "cut inputs past the maximum input length (default: --auto-truncate)"},
          "truncation_direction": {"type": "string", "enum": ["left", "right", "Left", "Right"], "default": "right"}}
 prompt = {"prompt_name": {"type": "string", "nullable": True, "description": "a key of config_sentence_transformers.json's prompts; its text is prepended to every input (default: --default-prompt / --default-prompt-name)"}}
@@ -36,7 +38,7 @@ schemas = {
  "PredictRequest": {"type": "object", "required": ["inputs"], "properties": dict(inputs={"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2}, {"type": "array", "items": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2}}]}, **trunc, raw_scores={"type": "boolean", "default": False})},
  "RerankRequest": {"type": "object", "required": ["query", "texts"], "properties": dict(query={"type": "string"}, texts={"type": "array", "items": {"type": "string"}}, **trunc, raw_scores={"type": "boolean", "default": False}, return_text={"type": "boolean", "default": False})},
  "SimilarityRequest": {"type": "object", "required": ["inputs"], "properties": {"inputs": {"type": "object", "required": ["source_sentence", "sentences"], "properties": {"source_sentence": {"type": "string"}, "sentences": {"type": "array", "items": {"type": "string"}}}}, "parameters": {"type": "object", "nullable": True, "properties": dict(**trunc, **prompt)}}},
- "TokenizeRequest": {"type": "object", "required": ["inputs"], "properties": dict(inputs=str_or_list, add_special_tokens={"type": "boolean", "default": True}, **prompt)},
+ "TokenizeRequest": {"type": "object", "required": ["inputs"], "properties": dict(inputs=text_only, add_special_tokens={"type": "boolean", "default": True}, **prompt)},
  "DecodeRequest": {"type": "object", "required": ["ids"], "properties": {"ids": {"oneOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "array", "items": {"type": "array", "items": {"type": "integer"}}}]}, "skip_special_tokens": {"type": "boolean", "default": True}}},
  "OpenAIRequest": {"type": "object", "required": ["input"], "properties": dict(input=str_or_list, model={"type": "string", "nullable": True}, user={"type": "string", "nullable": True}, encoding_format={"type": "string", "enum": ["float", "base64"], "default": "float"}, dimensions={"type": "integer", "nullable": True, "minimum": 1}, **prompt)},
  "Info": {"type": "object", "properties": {k: {} for k in ["model_id", "model_sha", "model_dtype", "quantization", "served_model_name", "model_type", "max_concurrent_requests", "max_input_length", "max_batch_tokens", "max_batch_requests", "max_client_batch_size", "auto_truncate", "tokenization_workers", "threads", "version", "sha", "docker_label"]}},

@@ -24,6 +24,9 @@ typedef struct srv_call {
     bert8_encoding *encs;  /* the request's encodings, chunk by chunk */
     int64_t n_encs;
     const char *prompt_name; /* the request's (points into root), NULL: the default */
+    int32_t **given;       /* NULL or [n]: token ids an input gave instead of text (TEI's ids inputs) */
+    int64_t *given_n;
+    char **decoded;        /* NULL or [n]: an ids input decoded to text, to take a prompt */
     int64_t permits;
     int64_t chars, total_tokens;
     int64_t tokenization_ns;
@@ -253,8 +256,50 @@ static int prompt_text(srv_server *s, const char *name, const char **text, int o
     return -1;
 }
 
-/* inputs: a string or a list of strings (TEI also takes token ids, which bert8 does not). */
-static int get_string_inputs(srv_server *s, srv_call *c, const cJSON *v, const char *what, srv_response *r) {
+/* An input of token ids (TEI's InputType::Ids): integers in the vocabulary, at least one. */
+static int get_ids(srv_server *s, srv_call *c, const cJSON *v, const char *what, int64_t i, srv_response *r) {
+    if (!c->given && (!(c->given = calloc((size_t)c->n, sizeof *c->given)) ||
+                      !(c->given_n = calloc((size_t)c->n, sizeof *c->given_n)))) {
+        srv_error(r, E_BACKEND, c->openai, "out of memory");
+        return -1;
+    }
+    int64_t m = cJSON_GetArraySize(v), vocab = bert8_tokenizer_vocab_size(s->tok), k = 0;
+    if (m == 0) {
+        srv_error(r, E_EMPTY, c->openai, "`inputs` cannot be empty"); /* TEI's words for empty ids */
+        return -1;
+    }
+    if (!(c->given[i] = malloc((size_t)m * sizeof **c->given))) {
+        srv_error(r, E_BACKEND, c->openai, "out of memory");
+        return -1;
+    }
+    const cJSON *e;
+    cJSON_ArrayForEach(e, v) {
+        double d = cJSON_IsNumber(e) ? e->valuedouble : -1;
+        if (!cJSON_IsNumber(e) || d < 0 || d != floor(d) || d >= (double)vocab) {
+            srv_error(r, E_VALIDATION, c->openai, "`%s[%lld][%lld]` must be a token id in [0, %lld)", what, (long long)i,
+                      (long long)k, (long long)vocab);
+            return -1;
+        }
+        c->given[i][k++] = (int32_t)d;
+    }
+    c->given_n[i] = m;
+    c->texts[i] = (bert8_text){"", 0}; /* a placeholder: the ids are the input */
+    return 0;
+}
+
+static int all_numbers(const cJSON *v) {
+    const cJSON *e;
+    cJSON_ArrayForEach(e, v) if (!cJSON_IsNumber(e)) return 0;
+    return cJSON_GetArraySize(v) > 0;
+}
+
+/* inputs: a string, a list of token ids, or a list of strings and lists of token ids (TEI's
+ * Input); allow_ids 0: strings only. */
+static int get_inputs(srv_server *s, srv_call *c, const cJSON *v, const char *what, int allow_ids, srv_response *r) {
+    if (allow_ids && cJSON_IsArray(v) && all_numbers(v)) { /* one input of ids */
+        c->single = 1;
+        return alloc_inputs(c, 1, 0, r) || get_ids(s, c, v, what, 0, r) ? -1 : 0;
+    }
     if (!v) {
         srv_error(r, E_VALIDATION, c->openai, "missing field `%s`", what);
         return -1;
@@ -265,7 +310,8 @@ static int get_string_inputs(srv_server *s, srv_call *c, const cJSON *v, const c
         return as_text(v, &c->texts[0], what, -1, r, c->openai);
     }
     if (!cJSON_IsArray(v)) {
-        srv_error(r, E_VALIDATION, c->openai, "`%s` must be a string or a list of strings", what);
+        srv_error(r, E_VALIDATION, c->openai, "`%s` must be a string or a list of strings%s", what,
+                  allow_ids ? " or token ids" : "");
         return -1;
     }
     int64_t n = cJSON_GetArraySize(v);
@@ -273,13 +319,44 @@ static int get_string_inputs(srv_server *s, srv_call *c, const cJSON *v, const c
     int64_t i = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, v) {
+        if (allow_ids && cJSON_IsArray(e)) {
+            if (get_ids(s, c, e, what, i++, r)) return -1;
+            continue;
+        }
         if (cJSON_IsNumber(e) || cJSON_IsArray(e)) {
-            srv_error(r, E_VALIDATION, c->openai, "`%s[%lld]`: token id inputs are not supported, send text", what,
-                      (long long)i);
+            srv_error(r, E_VALIDATION, c->openai, "`%s[%lld]` must be a string", what, (long long)i);
             return -1;
         }
         if (as_text(e, &c->texts[i], what, i, r, c->openai)) return -1;
         i++;
+    }
+    return 0;
+}
+
+/* inputs of text only (/tokenize: TEI's TokenizeInput). */
+static int get_string_inputs(srv_server *s, srv_call *c, const cJSON *v, const char *what, srv_response *r) {
+    return get_inputs(s, c, v, what, 0, r);
+}
+
+/* The ids inputs of a call that takes a prompt become text (TEI decodes them, skipping special
+ * tokens, and tokenizes prompt + text); the others stay ids. */
+static int decode_given(srv_server *s, srv_call *c, int embed, srv_response *r) {
+    if (!c->given || !embed || (!c->prompt_name && !s->info->default_prompt)) return 0;
+    if (!(c->decoded = calloc((size_t)c->n, sizeof *c->decoded))) {
+        srv_error(r, E_BACKEND, c->openai, "out of memory");
+        return -1;
+    }
+    for (int64_t i = 0; i < c->n; i++) {
+        if (!c->given[i]) continue;
+        char err[512] = "";
+        bert8_status st = bert8_decode(s->tok, c->given[i], c->given_n[i], 1, &c->decoded[i], err, sizeof err);
+        if (st) {
+            srv_error(r, E_TOKENIZER, c->openai, "%s", err[0] ? err : bert8_status_string(st));
+            return -1;
+        }
+        c->texts[i] = (bert8_text){c->decoded[i], strlen(c->decoded[i])};
+        free(c->given[i]);
+        c->given[i] = NULL;
     }
     return 0;
 }
@@ -295,7 +372,8 @@ static int tokenize_inputs(srv_server *s, srv_call *c, int truncate, bert8_side 
     bert8_embed_options eo = bert8_default_embed_options();
     eo.prompt_name = c->prompt_name;
     char err[512];
-    int rc = 0;
+    int rc = decode_given(s, c, embed, r);
+    if (rc) return rc;
     const int64_t CHUNK = 32; /* bounds each padded encoding's size */
     c->encs = calloc((size_t)((c->n + CHUNK - 1) / CHUNK + 1), sizeof *c->encs);
     if (!c->encs) {
@@ -321,6 +399,16 @@ static int tokenize_inputs(srv_server *s, srv_call *c, int truncate, bert8_side 
             c->tokens[in] = enc->lengths[row];
             c->ids[in] = (bert8_token_ids){enc->input_ids + row * enc->seq, enc->token_type_ids + row * enc->seq,
                                            enc->lengths[row], plen};
+        }
+        for (int64_t i = i0; c->given && i < i0 + nb; i++) { /* ids inputs run as given (cut when truncating) */
+            if (!c->given[i]) continue;
+            int64_t len = c->given_n[i], skip = 0;
+            if (truncate && len > s->max_input_length) {
+                if (side == BERT8_SIDE_LEFT) skip = len - s->max_input_length;
+                len = s->max_input_length;
+            }
+            c->tokens[i] = len;
+            c->ids[i] = (bert8_token_ids){c->given[i] + skip, NULL, len, 0};
         }
         for (int64_t i = i0; i < i0 + nb; i++) {
             if (!truncate && c->tokens[i] > s->max_input_length) {
@@ -625,7 +713,7 @@ static int embed_parse(srv_server *s, srv_call *c, const cJSON *root, srv_respon
         }
         /* prompt_name is not in TEI's OpenAI request; bert8 honours it there too */
         if (get_dimensions(root, s->info->dim, &dims, r, 1) || get_prompt_name(root, c, r) ||
-            get_string_inputs(s, c, cJSON_GetObjectItemCaseSensitive(root, "input"), "input", r))
+            get_inputs(s, c, cJSON_GetObjectItemCaseSensitive(root, "input"), "input", 1, r))
             return -1;
     } else {
         if (get_bool(root, "truncate", &truncate, r, 0) || get_side(root, &side, r) || get_prompt_name(root, c, r))
@@ -633,7 +721,7 @@ static int embed_parse(srv_server *s, srv_call *c, const cJSON *root, srv_respon
         if (c->route == R_EMBED && (get_bool(root, "normalize", &normalize, r, 0) ||
                                     get_dimensions(root, s->info->dim, &dims, r, 0)))
             return -1;
-        if (get_string_inputs(s, c, cJSON_GetObjectItemCaseSensitive(root, "inputs"), "inputs", r)) return -1;
+        if (get_inputs(s, c, cJSON_GetObjectItemCaseSensitive(root, "inputs"), "inputs", 1, r)) return -1;
     }
     srv_metrics_count(s->metrics, "te_request_count", "method", c->single ? "single" : "batch");
     if (need_model(s, c, s->mtype == MT_EMBEDDING, "Model is not an embedding model", r)) return -1;
@@ -793,6 +881,13 @@ static void call_release(srv_server *s, srv_call *c) {
     free(c->pairs);
     free(c->tokens);
     free(c->ids);
+    for (int64_t i = 0; i < c->n && (c->given || c->decoded); i++) {
+        if (c->given) free(c->given[i]);
+        if (c->decoded) free(c->decoded[i]);
+    }
+    free(c->given);
+    free(c->given_n);
+    free(c->decoded);
     for (int64_t i = 0; i < c->n_encs; i++) bert8_encoding_free(&c->encs[i]);
     free(c->encs);
     cJSON_Delete(c->root);

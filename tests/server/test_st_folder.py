@@ -215,3 +215,26 @@ def test_docs_and_openapi_describe_every_route(st):
 
 def test_served_model_name_in_info_and_openai(st):
     assert st.get("/info").json()["served_model_name"] == "my-model"
+
+
+def test_token_id_inputs_as_tei(st, folders):
+    text = "the quick brown fox"
+    ids = [t["id"] for t in st.post("/tokenize", {"inputs": text}).json()[0]]
+    by_text = st.post("/embed", {"inputs": text}).json()[0]
+    for body in ({"inputs": ids}, {"inputs": [ids, text]}):
+        got = st.post("/embed", body).json()
+        assert all(close(g, by_text) for g in got)
+    # with a prompt TEI decodes the ids and tokenizes prompt + text
+    want = st.post("/embed", {"inputs": text, "prompt_name": "query"}).json()[0]
+    assert close(st.post("/embed", {"inputs": [ids], "prompt_name": "query"}).json()[0], want)
+    oa = st.post("/v1/embeddings", {"input": [ids], "encoding_format": "float"}).json()
+    assert close(oa["data"][0]["embedding"], by_text) and oa["usage"]["prompt_tokens"] == len(ids)
+    long = ids[:1] + ids[1:-1] * 40 + ids[-1:]
+    assert st.post("/embed", {"inputs": [long]}).status_code == 200  # truncated to max_input_length
+    r = st.post("/embed", {"inputs": [long], "truncate": False})
+    assert r.status_code == 422 and "must have less than" in r.json()["error"]
+    r = st.post("/embed", {"inputs": [[1, 10 ** 9]]})
+    assert r.status_code == 422 and "token id in [0," in r.json()["error"]
+    assert st.post("/tokenize", {"inputs": [ids]}).status_code == 422  # TEI's /tokenize takes text only
+    r = st.post("/embed", {"inputs": [[]]})
+    assert r.status_code == 400 and r.json() == {"error": "`inputs` cannot be empty", "error_type": "Empty"}
