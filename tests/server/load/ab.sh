@@ -4,7 +4,9 @@
 # (one SST-2 dev sentence per request, ~12 tokens) and long (SST-2 sentences joined to about 256
 # tokens, the model's max_seq_length). Runs alternate A, B, A, B, ... per configuration, each
 # with a fresh server, so that a machine shared with other jobs loads both sides alike. Prints
-# one Markdown row per (mix, connections, binary, round): requests/s, p50, p99, errors.
+# one Markdown row per (mix, connections, binary, round): requests/s, p50, p99, errors, and the
+# server's CPU time per request (user + system, from /proc; the figure a busy shared machine
+# disturbs least).
 #   tests/server/load/ab.sh BIN_A BIN_B [MODEL_DIR]
 #   env: DURATION=10 (s per run) ROUNDS=2 THREADS=2 (server --threads) CONNS="1 8 64"
 set -euo pipefail
@@ -36,8 +38,10 @@ with open(sys.argv[2] + "/long.jsonl", "w") as f:
         f.write(json.dumps({"inputs": " ".join(parts)}) + "\n")
 PY
 port=18331
-echo "| mix | connections | binary | round | requests/s | p50 | p99 | errors |"
-echo "|---|---|---|---|---|---|---|---|"
+cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }  # utime + stime, clock ticks
+hz=$(getconf CLK_TCK)
+echo "| mix | connections | binary | round | requests/s | p50 | p99 | errors | server CPU ms/request | route tokenization ms/request |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for mix in short long; do
   for c in $CONNS; do
     for round in $(seq "$R"); do
@@ -49,12 +53,17 @@ for mix in short long; do
         for _ in $(seq 400); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.05; done
         url="http://127.0.0.1:$port"
         wrk -t1 -c"$c" --timeout 10s -d2s -s "$here/post.lua" "$url" -- /embed "$work/$mix.jsonl" >/dev/null
+        t0=$(cpu "$pid")
         out="$(wrk -t1 -c"$c" --timeout 10s -d"${D}s" --latency -s "$here/post.lua" "$url" -- /embed "$work/$mix.jsonl")"
+        t1=$(cpu "$pid")
+        tok=$(curl -sf "$url/metrics" | awk '/^te_request_tokenization_duration_sum/ { s = $2 } /^te_request_tokenization_duration_count/ { n = $2 } END { printf "%.3f", (n > 0 ? s * 1000 / n : 0) }')
         kill -TERM "$pid"; wait "$pid" || true; pid=""
+        n=$(awk '/requests in/ { print $1 }' <<<"$out")
+        cpums=$(awk -v a="$t0" -v b="$t1" -v n="$n" -v hz="$hz" 'BEGIN { printf "%.2f", (n > 0 ? (b - a) * 1000 / hz / n : 0) }')
         rps=$(awk '/Requests\/sec/ { print $2 }' <<<"$out")
         p50=$(awk '$1 == "50%" { print $2 }' <<<"$out"); p99=$(awk '$1 == "99%" { print $2 }' <<<"$out")
         errs=$(awk '/Non-2xx/ { n += $NF } /Socket errors/ { gsub(",", ""); n += $4 + $6 + $8 + $10 } END { print n + 0 }' <<<"$out")
-        echo "| $mix | $c | $side | $round | $rps | $p50 | $p99 | $errs |"
+        echo "| $mix | $c | $side | $round | $rps | $p50 | $p99 | $errs | $cpums | $tok |"
       done
     done
   done
