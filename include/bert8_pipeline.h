@@ -1,8 +1,8 @@
 /* bert8_pipeline.h: task pipelines of bert8: text in, task results out.
  *
  * A pipeline is a model and its tokenizer with the task logic every front end needs: text
- * classification (softmax, sigmoid, id2label), sentence embeddings (CLS / mean / max pooling,
- * normalisation, sentence-transformers folders), cross-encoder reranking, extractive question
+ * classification (softmax, sigmoid, id2label), sentence embeddings (a sentence-transformers
+ * folder's modules: every pooling mode, Dense, Normalize; prompts), cross-encoder reranking, extractive question
  * answering (strided windows, best span, offsets into the original text) and token
  * classification (the aggregation strategies of the transformers pipeline). Each call takes
  * many texts, tokenizes them, groups them into forward passes of at most max_batch_tokens real
@@ -46,7 +46,10 @@ typedef enum bert8_pooling {
     BERT8_POOLING_DEFAULT, /* the folder's 1_Pooling/config.json, else mean */
     BERT8_POOLING_CLS,
     BERT8_POOLING_MEAN,
-    BERT8_POOLING_MAX
+    BERT8_POOLING_MAX,
+    BERT8_POOLING_MEAN_SQRT_LEN, /* sum / sqrt(tokens) (mean_sqrt_len_tokens) */
+    BERT8_POOLING_WEIGHTED_MEAN, /* token t weighted t + 1 (weightedmean) */
+    BERT8_POOLING_LAST_TOKEN     /* the last real token (lasttoken) */
 } bert8_pooling;
 
 typedef struct bert8_pipeline_params {
@@ -62,11 +65,21 @@ typedef struct bert8_pipeline_params {
     /* embeddings: how the folder's settings are overridden */
     bert8_pooling pooling;    /* DEFAULT: the folder's */
     int normalize;            /* -1 (default): the folder's (a Normalize module), 0, 1 */
+    /* sentence-transformers folders (strings read while opening only) */
+    const char *dense_path;   /* NULL: modules.json's; else a Dense folder (under dir, or absolute)
+                                 that replaces the one Dense module, or follows the pooling when
+                                 modules.json lists none (TEI's --dense-path) */
+    const char *default_prompt_name; /* NULL: config_sentence_transformers.json's; else a name
+                                 of its prompts applied when a call names none */
+    const char *default_prompt; /* NULL: as default_prompt_name; else this text ("" for none),
+                                 applied when a call names none */
 } bert8_pipeline_params;
 
 bert8_pipeline_params bert8_default_pipeline_params(void);
 
-/* Opens the model and tokenizer of a folder. */
+/* Opens the model and tokenizer of a folder, with its sentence-transformers modules when it
+ * has them: modules.json in order (Transformer, Pooling, Dense, Normalize; another module is
+ * BERT8_ERR_UNSUPPORTED naming it), prompts, max_seq_length and do_lower_case. */
 bert8_status bert8_pipeline_open(const char *dir, const bert8_pipeline_params *params, bert8_pipeline **out,
                                  char *err, size_t err_len);
 /* A pipeline over a model and a tokenizer the caller keeps (e.g. a model quantized in memory);
@@ -81,10 +94,16 @@ typedef struct bert8_pipeline_info {
     bert8_task task;            /* what the model's head does */
     const bert8_model_info *model;
     int64_t max_length;         /* tokens per sequence */
-    int64_t dim;                /* embedding width (hidden size) */
+    int64_t dim;                /* embedding width: the pooled hidden states (times the pooling
+                                   modes concatenated), or the last Dense module's out_features */
     int64_t num_labels;         /* classification / token classification labels (0 otherwise) */
-    bert8_pooling pooling;      /* the pooling embed uses by default (never DEFAULT) */
+    bert8_pooling pooling;      /* the pooling embed uses by default (never DEFAULT; the first
+                                   mode when the folder concatenates several) */
     int normalize;              /* 1 when embed normalises by default */
+    int64_t dense_modules;      /* Dense modules after the pooling */
+    int include_prompt;         /* 0: the pooling leaves the prompt's tokens out */
+    int64_t prompts;            /* named prompts (bert8_pipeline_prompt) */
+    const char *default_prompt; /* the prompt a call without one gets; NULL: none */
     bert8_pipeline_params params;
 } bert8_pipeline_info;
 
@@ -93,6 +112,9 @@ const bert8_model *bert8_pipeline_model(const bert8_pipeline *p);
 const bert8_tokenizer *bert8_pipeline_tokenizer(const bert8_pipeline *p);
 /* id2label name of label i, or NULL. */
 const char *bert8_pipeline_label(const bert8_pipeline *p, int64_t i);
+/* Named prompt i (config_sentence_transformers.json's "prompts"): 1 with *name and *text set
+ * (owned by the pipeline), 0 when i is out of range. */
+int bert8_pipeline_prompt(const bert8_pipeline *p, int64_t i, const char **name, const char **text);
 
 /* ---- Per-call options ---------------------------------------------------------------- */
 
@@ -126,7 +148,13 @@ typedef struct bert8_embed_options {
     bert8_pooling pooling;   /* DEFAULT: the pipeline's */
     int normalize;           /* -1: the pipeline's, 0, 1 (L2, as sentence-transformers' Normalize) */
     int64_t dimensions;      /* 0: all; else keep the first `dimensions` values (Matryoshka),
-                                before normalising */
+                                after the Dense modules, before normalising */
+    /* the prompt prepended to every text, as sentence-transformers' encode(prompt=,
+     * prompt_name=): prompt.data non-NULL: that text ("" for none); else prompt_name non-NULL: a
+     * named prompt (an unknown name is BERT8_ERR_INVALID_ARG listing the names); else the
+     * pipeline's default_prompt. A prompt with text pairs is BERT8_ERR_INVALID_ARG. */
+    const char *prompt_name;
+    bert8_text prompt;
 } bert8_embed_options;
 
 bert8_embed_options bert8_default_embed_options(void);
@@ -149,6 +177,38 @@ bert8_status bert8_embed_tokens(const bert8_pipeline *p, int64_t n, const bert8_
                                 const bert8_run_options *opt, bert8_token_embeddings *out, char *err,
                                 size_t err_len);
 void bert8_token_embeddings_free(bert8_token_embeddings *t); /* NULL is a no-op */
+
+/* ---- Pre-tokenized inputs ---------------------------------------------------------------
+ * A front end that tokenizes a request itself (to count and validate its tokens) hands the
+ * token ids over rather than the texts, so that each text is tokenized once. */
+
+typedef struct bert8_token_ids {
+    const int32_t *ids;      /* [len], special tokens included */
+    const int32_t *type_ids; /* [len] or NULL (all 0) */
+    int64_t len;             /* 1..the pipeline's max_length */
+    int64_t prompt_len;      /* leading tokens that are the prompt: a pooling that excludes the
+                                prompt (include_prompt false) leaves them out; 0: none */
+} bert8_token_ids;
+
+/* Encodes n texts (and pairs) as bert8_embed (eo not NULL: with its prompt, resolved as there)
+ * or bert8_classify (eo NULL) would: lowercased when the folder says, cut at the options'
+ * max_length; one row per input (rows == n). With opt->truncate 0 rows are left whole: a row
+ * longer than max_length is the caller's to refuse (the *_ids calls do). *prompt_len (may be
+ * NULL): the prompt's tokens at the start of each row, as bert8_token_ids.prompt_len wants. */
+bert8_status bert8_pipeline_encode(const bert8_pipeline *p, int64_t n, const bert8_text *texts,
+                                   const bert8_text *pairs, const bert8_run_options *opt,
+                                   const bert8_embed_options *eo, bert8_encoding *enc, int64_t *prompt_len,
+                                   char *err, size_t err_len);
+
+/* bert8_embed, bert8_classify and bert8_embed_tokens over pre-tokenized inputs (eo's prompt is
+ * ignored: it is in the ids). Ids must be in the model's vocabulary, lengths in
+ * [1, max_length]. */
+bert8_status bert8_embed_ids(const bert8_pipeline *p, int64_t n, const bert8_token_ids *in,
+                             const bert8_embed_options *eo, float *out, char *err, size_t err_len);
+bert8_status bert8_classify_ids(const bert8_pipeline *p, int64_t n, const bert8_token_ids *in,
+                                bert8_score_fn score_fn, float *scores, char *err, size_t err_len);
+bert8_status bert8_embed_tokens_ids(const bert8_pipeline *p, int64_t n, const bert8_token_ids *in,
+                                    bert8_token_embeddings *out, char *err, size_t err_len);
 
 /* Cross-encoder reranking: the score of (query, texts[i]) for each i. One-label heads give
  * sigmoid(logit) (raw_scores: the logit); several labels give softmax(logits)[last] (raw: that

@@ -38,7 +38,14 @@ static const opt OPTS[] = {
     {"--auto-truncate", "AUTO_TRUNCATE", O_BOOL, OFF(auto_truncate), 0, 0,
      "[true|false]  truncate long inputs unless a request says otherwise (true)"},
     {"--pooling", "POOLING", O_POOLING, OFF(pooling), 0, 0,
-     "cls|mean|max  embedding pooling (the folder's 1_Pooling, else mean)"},
+     "MODE  embedding pooling: cls, mean, max, last-token, weightedmean, mean_sqrt_len_tokens (the folder's "
+     "1_Pooling, else mean)"},
+    {"--default-prompt-name", "DEFAULT_PROMPT_NAME", O_STR, OFF(default_prompt_name), 0, 0,
+     "NAME  prompt of config_sentence_transformers.json applied when a request names none (none)"},
+    {"--default-prompt", "DEFAULT_PROMPT", O_STR, OFF(default_prompt), 0, 0,
+     "TEXT  prompt applied when a request names none (none; not with --default-prompt-name)"},
+    {"--dense-path", "DENSE_PATH", O_STR, OFF(dense_path), 0, 0,
+     "DIR  the Dense module to use (e.g. 2_Dense_1024): replaces modules.json's one, or follows the pooling"},
     {"--api-key", "API_KEY", O_STR, OFF(api_key), 0, 0,
      "KEY        require Authorization: Bearer KEY (not on /health, /metrics)"},
     {"--tokenization-workers", "TOKENIZATION_WORKERS", O_INT, OFF(tokenization_workers), 1, 256,
@@ -91,14 +98,24 @@ static int set(srv_config *c, const opt *o, const char *v, const char *from) {
         return 0;
     case O_POOLING: {
         bert8_pooling *p = (bert8_pooling *)base;
-        if (!strcmp(v, "cls")) *p = BERT8_POOLING_CLS;
-        else if (!strcmp(v, "mean")) *p = BERT8_POOLING_MEAN;
-        else if (!strcmp(v, "max")) *p = BERT8_POOLING_MAX;
-        else {
-            fprintf(stderr, "bert8 serve: %s: pooling \"%s\" is not supported (cls, mean or max)\n", from, v);
-            return 2;
-        }
-        return 0;
+        static const struct {
+            const char *name;
+            bert8_pooling p;
+        } POOLS[] = {{"cls", BERT8_POOLING_CLS},
+                     {"mean", BERT8_POOLING_MEAN},
+                     {"max", BERT8_POOLING_MAX},
+                     {"last-token", BERT8_POOLING_LAST_TOKEN},
+                     {"lasttoken", BERT8_POOLING_LAST_TOKEN},
+                     {"weightedmean", BERT8_POOLING_WEIGHTED_MEAN},
+                     {"mean_sqrt_len_tokens", BERT8_POOLING_MEAN_SQRT_LEN}};
+        for (size_t i = 0; i < sizeof POOLS / sizeof *POOLS; i++)
+            if (!strcmp(v, POOLS[i].name)) {
+                *p = POOLS[i].p;
+                return 0;
+            }
+        fprintf(stderr, "bert8 serve: %s: pooling \"%s\" is not supported (cls, mean, max, last-token, weightedmean, "
+                        "mean_sqrt_len_tokens; splade is not served)\n", from, v);
+        return 2;
     }
     case O_INT: {
         char *end;
@@ -163,7 +180,8 @@ int srv_config_parse(srv_config *c, int argc, char **argv) {
         const opt *o = NULL;
         for (size_t k = 0; k < N_OPTS; k++)
             if (strlen(OPTS[k].flag) == nlen && !strncmp(OPTS[k].flag, a, nlen)) o = &OPTS[k];
-        if (!o && !strcmp(a, "-p")) o = &OPTS[3];
+        for (size_t k = 0; !o && !strcmp(a, "-p") && k < N_OPTS; k++)
+            if (!strcmp(OPTS[k].flag, "--port")) o = &OPTS[k];
         if (!o) {
             fprintf(stderr, "bert8 serve: unknown option \"%s\" (see bert8 serve --help)\n", a);
             return 2;
@@ -194,6 +212,10 @@ int srv_config_parse(srv_config *c, int argc, char **argv) {
         return 2;
     }
     if (!c->served_model_name) c->served_model_name = c->model_id;
+    if (c->default_prompt && c->default_prompt_name) {
+        fprintf(stderr, "bert8 serve: --default-prompt and --default-prompt-name cannot be used together\n");
+        return 2;
+    }
     if (c->api_key && !*c->api_key) c->api_key = NULL;
     if (c->threads <= 0) c->threads = bert8_physical_cores(); /* as the CLI: one thread per physical core */
     if (c->tokenization_workers <= 0) {

@@ -81,7 +81,8 @@ static enum MHD_Result send_response(conn_req *q, srv_response *r) {
     MHD_destroy_response(resp);
     q->phase = 2;
     srv_metrics_request(s->metrics, q->route, r->status);
-    if (r->status == 200 && q->route != R_HEALTH && q->route != R_METRICS && q->route != R_INFO)
+    if (r->status == 200 && q->route != R_HEALTH && q->route != R_METRICS && q->route != R_INFO &&
+        q->route != R_DOCS && q->route != R_OPENAPI)
         srv_metrics_observe(s->metrics, H_DURATION, (double)total * 1e-9);
     return ret;
 }

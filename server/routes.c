@@ -1,7 +1,8 @@
 /* routes.c: TEI's routes over the pipeline. For each POST route: parse the JSON body, check it
- * as TEI does (types, empty and oversized batches, the model's type), take one permit per input
- * (429 past --max-concurrent-requests), tokenize to count real tokens (422 for an input too long
- * without truncation), then queue a job; when the job has run, write TEI's response. These run on
+ * as TEI does (types, empty and oversized batches, the model's type, prompt names), take one
+ * permit per input (429 past --max-concurrent-requests), tokenize (the prompt prepended; 422 for
+ * an input too long without truncation), then queue a job that carries the token ids, so the
+ * model thread never tokenizes again; when the job has run, write TEI's response. These run on
  * the HTTP worker threads, so parsing and tokenization never hold up the model thread. */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -19,6 +20,13 @@ typedef struct srv_call {
     int64_t n;           /* inputs */
     bert8_text *texts, *pairs;
     int64_t *tokens;
+    bert8_token_ids *ids;  /* [n] into encs */
+    bert8_encoding *encs;  /* the request's encodings, chunk by chunk */
+    int64_t n_encs;
+    const char *prompt_name; /* the request's (points into root), NULL: the default */
+    int32_t **given;       /* NULL or [n]: token ids an input gave instead of text (TEI's ids inputs) */
+    int64_t *given_n;
+    char **decoded;        /* NULL or [n]: an ids input decoded to text, to take a prompt */
     int64_t permits;
     int64_t chars, total_tokens;
     int64_t tokenization_ns;
@@ -76,7 +84,8 @@ static const struct {
     {"/metrics", R_METRICS, 0},     {"/embed", R_EMBED, 1},         {"/embed_all", R_EMBED_ALL, 1},
     {"/predict", R_PREDICT, 1},     {"/rerank", R_RERANK, 1},       {"/similarity", R_SIMILARITY, 1},
     {"/tokenize", R_TOKENIZE, 1},   {"/decode", R_DECODE, 1},       {"/v1/embeddings", R_OPENAI, 1},
-    {"/embeddings", R_OPENAI, 1},   {"/invocations", R_DEFAULT, 1},
+    {"/embeddings", R_OPENAI, 1},   {"/invocations", R_DEFAULT, 1}, {"/docs", R_DOCS, 0},
+    {"/docs/", R_DOCS, 0},          {"/openapi.json", R_OPENAPI, 0}, {"/api-doc/openapi.json", R_OPENAPI, 0},
 };
 
 srv_route_id srv_route_lookup(const srv_server *s, const char *url, const char *method, int *method_ok) {
@@ -96,7 +105,7 @@ srv_route_id srv_route_lookup(const srv_server *s, const char *url, const char *
     return R_OTHER;
 }
 
-int srv_route_needs_auth(srv_route_id r) { return r != R_HEALTH && r != R_METRICS; }
+int srv_route_needs_auth(srv_route_id r) { return r != R_HEALTH && r != R_METRICS && r != R_DOCS && r != R_OPENAPI; }
 
 /* ---- request fields -------------------------------------------------------------------- */
 
@@ -177,8 +186,9 @@ static int alloc_inputs(srv_call *c, int64_t n, int pairs, srv_response *r) {
     c->n = n;
     c->texts = calloc(m, sizeof *c->texts);
     c->tokens = calloc(m, sizeof *c->tokens);
+    c->ids = calloc(m, sizeof *c->ids);
     c->pairs = pairs ? calloc(m, sizeof *c->pairs) : NULL;
-    if (!c->texts || !c->tokens || (pairs && !c->pairs)) {
+    if (!c->texts || !c->tokens || !c->ids || (pairs && !c->pairs)) {
         srv_error(r, E_BACKEND, c->openai, "out of memory");
         return -1;
     }
@@ -200,16 +210,96 @@ static int check_batch(srv_server *s, srv_call *c, int64_t n, const char *what, 
     return 0;
 }
 
-/* TEI's prompt_name prepends a sentence-transformers prompt; bert8 has none to apply. */
-static int no_prompt(const cJSON *o, srv_response *r) {
+/* TEI's prompt_name: one of config_sentence_transformers.json's prompts, prepended to each
+ * text (an unknown name is refused when the texts are tokenized, in TEI's words). */
+static int get_prompt_name(const cJSON *o, srv_call *c, srv_response *r) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "prompt_name");
     if (!v || cJSON_IsNull(v)) return 0;
-    srv_error(r, E_VALIDATION, 0, "`prompt_name` is not supported: bert8 applies no sentence-transformers prompts");
+    if (!cJSON_IsString(v)) {
+        srv_error(r, E_VALIDATION, c->openai, "`prompt_name` must be a string");
+        return -1;
+    }
+    c->prompt_name = v->valuestring;
+    return 0;
+}
+
+/* The text of a prompt name (TEI's error when the folder has no such prompt), or the server's
+ * default prompt when name is NULL; *text NULL: no prompt. */
+static int prompt_text(srv_server *s, const char *name, const char **text, int openai, srv_response *r) {
+    *text = name ? NULL : s->info->default_prompt;
+    if (!name) return 0;
+    const char *pn, *pt;
+    for (int64_t i = 0; bert8_pipeline_prompt(s->pipe, i, &pn, &pt); i++)
+        if (!strcmp(pn, name)) {
+            *text = pt;
+            return 0;
+        }
+    if (!s->info->prompts) {
+        srv_error(r, E_VALIDATION, openai,
+                  "`default-prompt-name` is set to `%s` but no prompts were found in the Sentence Transformers "
+                  "configuration",
+                  name);
+        return -1;
+    }
+    jbuf b = {0};
+    for (int64_t i = 0; bert8_pipeline_prompt(s->pipe, i, &pn, NULL); i++) {
+        jb_puts(&b, i ? ", " : "[");
+        jb_cstr(&b, pn);
+    }
+    jb_putc(&b, ']');
+    jb_putc(&b, 0);
+    srv_error(r, E_VALIDATION, openai,
+              "`default-prompt-name` is set to `%s` but it was not found in the Sentence Transformers prompts. "
+              "Available prompts: %s",
+              name, b.oom ? "?" : b.data);
+    jb_free(&b);
     return -1;
 }
 
-/* inputs: a string or a list of strings (TEI also takes token ids, which bert8 does not). */
-static int get_string_inputs(srv_server *s, srv_call *c, const cJSON *v, const char *what, srv_response *r) {
+/* An input of token ids (TEI's InputType::Ids): integers in the vocabulary, at least one. */
+static int get_ids(srv_server *s, srv_call *c, const cJSON *v, const char *what, int64_t i, srv_response *r) {
+    if (!c->given && (!(c->given = calloc((size_t)c->n, sizeof *c->given)) ||
+                      !(c->given_n = calloc((size_t)c->n, sizeof *c->given_n)))) {
+        srv_error(r, E_BACKEND, c->openai, "out of memory");
+        return -1;
+    }
+    int64_t m = cJSON_GetArraySize(v), vocab = bert8_tokenizer_vocab_size(s->tok), k = 0;
+    if (m == 0) {
+        srv_error(r, E_EMPTY, c->openai, "`inputs` cannot be empty"); /* TEI's words for empty ids */
+        return -1;
+    }
+    if (!(c->given[i] = malloc((size_t)m * sizeof **c->given))) {
+        srv_error(r, E_BACKEND, c->openai, "out of memory");
+        return -1;
+    }
+    const cJSON *e;
+    cJSON_ArrayForEach(e, v) {
+        double d = cJSON_IsNumber(e) ? e->valuedouble : -1;
+        if (!cJSON_IsNumber(e) || d < 0 || d != floor(d) || d >= (double)vocab) {
+            srv_error(r, E_VALIDATION, c->openai, "`%s[%lld][%lld]` must be a token id in [0, %lld)", what, (long long)i,
+                      (long long)k, (long long)vocab);
+            return -1;
+        }
+        c->given[i][k++] = (int32_t)d;
+    }
+    c->given_n[i] = m;
+    c->texts[i] = (bert8_text){"", 0}; /* a placeholder: the ids are the input */
+    return 0;
+}
+
+static int all_numbers(const cJSON *v) {
+    const cJSON *e;
+    cJSON_ArrayForEach(e, v) if (!cJSON_IsNumber(e)) return 0;
+    return cJSON_GetArraySize(v) > 0;
+}
+
+/* inputs: a string, a list of token ids, or a list of strings and lists of token ids (TEI's
+ * Input); allow_ids 0: strings only. */
+static int get_inputs(srv_server *s, srv_call *c, const cJSON *v, const char *what, int allow_ids, srv_response *r) {
+    if (allow_ids && cJSON_IsArray(v) && all_numbers(v)) { /* one input of ids */
+        c->single = 1;
+        return alloc_inputs(c, 1, 0, r) || get_ids(s, c, v, what, 0, r) ? -1 : 0;
+    }
     if (!v) {
         srv_error(r, E_VALIDATION, c->openai, "missing field `%s`", what);
         return -1;
@@ -220,7 +310,8 @@ static int get_string_inputs(srv_server *s, srv_call *c, const cJSON *v, const c
         return as_text(v, &c->texts[0], what, -1, r, c->openai);
     }
     if (!cJSON_IsArray(v)) {
-        srv_error(r, E_VALIDATION, c->openai, "`%s` must be a string or a list of strings", what);
+        srv_error(r, E_VALIDATION, c->openai, "`%s` must be a string or a list of strings%s", what,
+                  allow_ids ? " or token ids" : "");
         return -1;
     }
     int64_t n = cJSON_GetArraySize(v);
@@ -228,9 +319,12 @@ static int get_string_inputs(srv_server *s, srv_call *c, const cJSON *v, const c
     int64_t i = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, v) {
+        if (allow_ids && cJSON_IsArray(e)) {
+            if (get_ids(s, c, e, what, i++, r)) return -1;
+            continue;
+        }
         if (cJSON_IsNumber(e) || cJSON_IsArray(e)) {
-            srv_error(r, E_VALIDATION, c->openai, "`%s[%lld]`: token id inputs are not supported, send text", what,
-                      (long long)i);
+            srv_error(r, E_VALIDATION, c->openai, "`%s[%lld]` must be a string", what, (long long)i);
             return -1;
         }
         if (as_text(e, &c->texts[i], what, i, r, c->openai)) return -1;
@@ -239,34 +333,82 @@ static int get_string_inputs(srv_server *s, srv_call *c, const cJSON *v, const c
     return 0;
 }
 
+/* inputs of text only (/tokenize: TEI's TokenizeInput). */
+static int get_string_inputs(srv_server *s, srv_call *c, const cJSON *v, const char *what, srv_response *r) {
+    return get_inputs(s, c, v, what, 0, r);
+}
+
+/* The ids inputs of a call that takes a prompt become text (TEI decodes them, skipping special
+ * tokens, and tokenizes prompt + text); the others stay ids. */
+static int decode_given(srv_server *s, srv_call *c, int embed, srv_response *r) {
+    if (!c->given || !embed || (!c->prompt_name && !s->info->default_prompt)) return 0;
+    if (!(c->decoded = calloc((size_t)c->n, sizeof *c->decoded))) {
+        srv_error(r, E_BACKEND, c->openai, "out of memory");
+        return -1;
+    }
+    for (int64_t i = 0; i < c->n; i++) {
+        if (!c->given[i]) continue;
+        char err[512] = "";
+        bert8_status st = bert8_decode(s->tok, c->given[i], c->given_n[i], 1, &c->decoded[i], err, sizeof err);
+        if (st) {
+            srv_error(r, E_TOKENIZER, c->openai, "%s", err[0] ? err : bert8_status_string(st));
+            return -1;
+        }
+        c->texts[i] = (bert8_text){c->decoded[i], strlen(c->decoded[i])};
+        free(c->given[i]);
+        c->given[i] = NULL;
+    }
+    return 0;
+}
+
 /* ---- tokenization: count real tokens, reject long inputs without truncation ---------------- */
 
-static int tokenize_inputs(srv_server *s, srv_call *c, int truncate, bert8_side side, srv_response *r) {
+static int tokenize_inputs(srv_server *s, srv_call *c, int truncate, bert8_side side, int embed, srv_response *r) {
     int64_t t0 = srv_now_ns();
-    bert8_encode_params ep = bert8_default_encode_params();
-    ep.add_special_tokens = 1;
-    ep.truncation = truncate ? BERT8_TRUNCATE_LONGEST_FIRST : BERT8_TRUNCATE_NONE;
-    ep.max_length = s->max_input_length;
-    ep.truncate_left = side == BERT8_SIDE_LEFT;
-    bert8_encoding enc = {0};
+    bert8_run_options ro = bert8_default_run_options();
+    ro.truncate = truncate;
+    ro.truncation_side = side;
+    ro.max_length = s->max_input_length;
+    bert8_embed_options eo = bert8_default_embed_options();
+    eo.prompt_name = c->prompt_name;
     char err[512];
-    int rc = 0;
-    const int64_t CHUNK = 32; /* bounds the padded encoding's size */
+    int rc = decode_given(s, c, embed, r);
+    if (rc) return rc;
+    const int64_t CHUNK = 32; /* bounds each padded encoding's size */
+    c->encs = calloc((size_t)((c->n + CHUNK - 1) / CHUNK + 1), sizeof *c->encs);
+    if (!c->encs) {
+        srv_error(r, E_BACKEND, c->openai, "out of memory");
+        return -1;
+    }
     for (int64_t i0 = 0; i0 < c->n && !rc; i0 += CHUNK) {
-        int64_t nb = c->n - i0 < CHUNK ? c->n - i0 : CHUNK;
+        int64_t nb = c->n - i0 < CHUNK ? c->n - i0 : CHUNK, plen = 0;
+        bert8_encoding *enc = &c->encs[c->n_encs++];
         err[0] = 0;
-        bert8_status st =
-            bert8_encode_texts(s->tok, nb, c->texts + i0, c->pairs ? c->pairs + i0 : NULL, &ep, &enc, err, sizeof err);
+        bert8_status st = bert8_pipeline_encode(s->pipe, nb, c->texts + i0, c->pairs ? c->pairs + i0 : NULL, &ro,
+                                                embed ? &eo : NULL, enc, &plen, err, sizeof err);
         if (st) {
-            srv_error(r, st == BERT8_ERR_ENCODING || st == BERT8_ERR_TOO_LARGE ? E_VALIDATION : E_TOKENIZER, c->openai,
-                      "%s", err[0] ? err : bert8_status_string(st));
-            fail_metric(s, "tokenizer");
+            int client = st == BERT8_ERR_ENCODING || st == BERT8_ERR_TOO_LARGE || st == BERT8_ERR_INVALID_ARG;
+            srv_error(r, client ? E_VALIDATION : E_TOKENIZER, c->openai, "%s", err[0] ? err : bert8_status_string(st));
+            fail_metric(s, client ? "validation" : "tokenizer");
             rc = -1;
             break;
         }
-        for (int64_t row = 0; row < enc.rows; row++) {
-            int64_t in = i0 + enc.row_input[row];
-            if (in < c->n) c->tokens[in] = enc.lengths[row];
+        for (int64_t row = 0; row < enc->rows; row++) {
+            int64_t in = i0 + enc->row_input[row];
+            if (in >= c->n) continue;
+            c->tokens[in] = enc->lengths[row];
+            c->ids[in] = (bert8_token_ids){enc->input_ids + row * enc->seq, enc->token_type_ids + row * enc->seq,
+                                           enc->lengths[row], plen};
+        }
+        for (int64_t i = i0; c->given && i < i0 + nb; i++) { /* ids inputs run as given (cut when truncating) */
+            if (!c->given[i]) continue;
+            int64_t len = c->given_n[i], skip = 0;
+            if (truncate && len > s->max_input_length) {
+                if (side == BERT8_SIDE_LEFT) skip = len - s->max_input_length;
+                len = s->max_input_length;
+            }
+            c->tokens[i] = len;
+            c->ids[i] = (bert8_token_ids){c->given[i] + skip, NULL, len, 0};
         }
         for (int64_t i = i0; i < i0 + nb; i++) {
             if (!truncate && c->tokens[i] > s->max_input_length) {
@@ -282,7 +424,6 @@ static int tokenize_inputs(srv_server *s, srv_call *c, int truncate, bert8_side 
             if (c->pairs && c->pairs[i].data) c->chars += count_chars(c->pairs[i].data, c->pairs[i].len);
         }
     }
-    bert8_encoding_free(&enc);
     c->tokenization_ns = srv_now_ns() - t0;
     return rc;
 }
@@ -328,8 +469,13 @@ static void info_route(srv_server *s, srv_response *r) {
     jb_cstr(&b, s->cfg.served_model_name);
     jb_puts(&b, ",\"model_type\":");
     if (s->mtype == MT_EMBEDDING) {
-        static const char *const POOL[] = {"mean", "cls", "mean", "max"};
-        jb_printf(&b, "{\"embedding\":{\"pooling\":\"%s\"}}", POOL[s->info->pooling & 3]);
+        static const char *const POOL[] = {[BERT8_POOLING_DEFAULT] = "mean", [BERT8_POOLING_CLS] = "cls",
+                                           [BERT8_POOLING_MEAN] = "mean", [BERT8_POOLING_MAX] = "max",
+                                           [BERT8_POOLING_MEAN_SQRT_LEN] = "mean_sqrt_len_tokens",
+                                           [BERT8_POOLING_WEIGHTED_MEAN] = "weightedmean",
+                                           [BERT8_POOLING_LAST_TOKEN] = "last_token"};
+        const unsigned pi = (unsigned)s->info->pooling;
+        jb_printf(&b, "{\"embedding\":{\"pooling\":\"%s\"}}", pi < sizeof POOL / sizeof *POOL ? POOL[pi] : "mean");
     } else {
         jb_printf(&b, "{\"%s\":{\"id2label\":{", s->mtype == MT_RERANKER ? "reranker" : "classifier");
         for (int64_t i = 0; i < s->info->num_labels; i++) {
@@ -373,16 +519,43 @@ static void metrics_route(srv_server *s, srv_response *r) {
 
 static void tokenize_route(srv_server *s, srv_call *c, const cJSON *root, srv_response *r) {
     int add_special = 1;
-    if (get_bool(root, "add_special_tokens", &add_special, r, 0) || no_prompt(root, r) ||
-        get_string_inputs(s, c, cJSON_GetObjectItemCaseSensitive(root, "inputs"), "inputs", r))
+    const char *prompt;
+    if (get_bool(root, "add_special_tokens", &add_special, r, 0) || get_prompt_name(root, c, r) ||
+        get_string_inputs(s, c, cJSON_GetObjectItemCaseSensitive(root, "inputs"), "inputs", r) ||
+        prompt_text(s, c->prompt_name, &prompt, 0, r))
         return;
+    /* TEI tokenizes prompt + text, and the offsets point into that string */
+    char *joined = NULL;
+    bert8_text *texts = c->texts;
+    if (prompt && prompt[0]) {
+        size_t plen = strlen(prompt), total = 0;
+        for (int64_t i = 0; i < c->n; i++) total += plen + c->texts[i].len;
+        bert8_text *t = malloc((size_t)c->n * sizeof *t);
+        joined = malloc(total ? total : 1);
+        if (!t || !joined) {
+            free(t);
+            free(joined);
+            srv_error(r, E_BACKEND, 0, "out of memory");
+            return;
+        }
+        char *w = joined;
+        for (int64_t i = 0; i < c->n; i++) {
+            memcpy(w, prompt, plen);
+            memcpy(w + plen, c->texts[i].data, c->texts[i].len);
+            t[i] = (bert8_text){w, plen + c->texts[i].len};
+            w += t[i].len;
+        }
+        texts = t;
+    }
     bert8_encode_params ep = bert8_default_encode_params();
     ep.add_special_tokens = add_special;
     ep.truncation = BERT8_TRUNCATE_NONE;
     bert8_encoding enc = {0};
     char err[512] = "";
-    bert8_status st = bert8_encode_texts(s->tok, c->n, c->texts, NULL, &ep, &enc, err, sizeof err);
+    bert8_status st = bert8_encode_texts(s->tok, c->n, texts, NULL, &ep, &enc, err, sizeof err);
     if (st) {
+        if (texts != c->texts) free(texts);
+        free(joined);
         srv_error(r, st == BERT8_ERR_ENCODING ? E_VALIDATION : E_TOKENIZER, 0, "%s", err[0] ? err : bert8_status_string(st));
         fail_metric(s, "tokenizer");
         return;
@@ -390,7 +563,7 @@ static void tokenize_route(srv_server *s, srv_call *c, const cJSON *root, srv_re
     jbuf b = {0};
     jb_putc(&b, '[');
     for (int64_t row = 0; row < enc.rows; row++) {
-        const bert8_text *t = &c->texts[enc.row_input[row]];
+        const bert8_text *t = &texts[enc.row_input[row]];
         jb_puts(&b, row ? ",[" : "[");
         for (int64_t k = 0; k < enc.lengths[row]; k++) {
             int64_t at = row * enc.seq + k;
@@ -412,6 +585,8 @@ static void tokenize_route(srv_server *s, srv_call *c, const cJSON *root, srv_re
     }
     jb_putc(&b, ']');
     bert8_encoding_free(&enc);
+    if (texts != c->texts) free(texts);
+    free(joined);
     json_response(r, &b);
 }
 
@@ -495,8 +670,7 @@ static void job_common(srv_server *s, srv_call *c, srv_kind kind, int truncate, 
     srv_job *j = &c->job;
     j->kind = kind;
     j->n = c->n;
-    j->texts = c->texts;
-    j->pairs = c->pairs;
+    j->ids = c->ids;
     j->tokens = c->tokens;
     j->run = bert8_default_run_options();
     j->run.truncate = truncate;
@@ -537,23 +711,25 @@ static int embed_parse(srv_server *s, srv_call *c, const cJSON *root, srv_respon
                 return -1;
             }
         }
-        if (get_dimensions(root, s->info->dim, &dims, r, 1) ||
-            get_string_inputs(s, c, cJSON_GetObjectItemCaseSensitive(root, "input"), "input", r))
+        /* prompt_name is not in TEI's OpenAI request; bert8 honours it there too */
+        if (get_dimensions(root, s->info->dim, &dims, r, 1) || get_prompt_name(root, c, r) ||
+            get_inputs(s, c, cJSON_GetObjectItemCaseSensitive(root, "input"), "input", 1, r))
             return -1;
     } else {
-        if (get_bool(root, "truncate", &truncate, r, 0) || get_side(root, &side, r) || no_prompt(root, r)) return -1;
+        if (get_bool(root, "truncate", &truncate, r, 0) || get_side(root, &side, r) || get_prompt_name(root, c, r))
+            return -1;
         if (c->route == R_EMBED && (get_bool(root, "normalize", &normalize, r, 0) ||
                                     get_dimensions(root, s->info->dim, &dims, r, 0)))
             return -1;
-        if (get_string_inputs(s, c, cJSON_GetObjectItemCaseSensitive(root, "inputs"), "inputs", r)) return -1;
+        if (get_inputs(s, c, cJSON_GetObjectItemCaseSensitive(root, "inputs"), "inputs", 1, r)) return -1;
     }
     srv_metrics_count(s->metrics, "te_request_count", "method", c->single ? "single" : "batch");
     if (need_model(s, c, s->mtype == MT_EMBEDDING, "Model is not an embedding model", r)) return -1;
-    if (acquire(s, c, r) || tokenize_inputs(s, c, truncate, side, r)) return -1;
+    if (acquire(s, c, r) || tokenize_inputs(s, c, truncate, side, 1, r)) return -1;
     job_common(s, c, c->route == R_EMBED_ALL ? K_EMBED_ALL : K_EMBED, truncate, side);
     c->job.embed.normalize = normalize;
     c->job.embed.dimensions = dims;
-    return alloc_out(c, dims ? dims : s->info->dim, r);
+    return alloc_out(c, c->route == R_EMBED_ALL ? s->info->model->hidden_size : dims ? dims : s->info->dim, r);
 }
 
 static int similarity_parse(srv_server *s, srv_call *c, const cJSON *root, srv_response *r) {
@@ -563,7 +739,7 @@ static int similarity_parse(srv_server *s, srv_call *c, const cJSON *root, srv_r
     bert8_side side = BERT8_SIDE_RIGHT;
     if (params && !cJSON_IsNull(params) &&
         (!cJSON_IsObject(params) || get_bool(params, "truncate", &truncate, r, 0) || get_side(params, &side, r) ||
-         no_prompt(params, r))) {
+         get_prompt_name(params, c, r))) {
         if (!r->body) srv_error(r, E_VALIDATION, 0, "`parameters` must be an object");
         return -1;
     }
@@ -594,7 +770,7 @@ static int similarity_parse(srv_server *s, srv_call *c, const cJSON *root, srv_r
     }
     srv_metrics_count(s->metrics, "te_request_count", "method", "batch");
     if (need_model(s, c, s->mtype == MT_EMBEDDING, "Model is not an embedding model", r)) return -1;
-    if (acquire(s, c, r) || tokenize_inputs(s, c, truncate, side, r)) return -1;
+    if (acquire(s, c, r) || tokenize_inputs(s, c, truncate, side, 1, r)) return -1;
     job_common(s, c, K_EMBED, truncate, side);
     c->job.embed.normalize = 0;
     return alloc_out(c, s->info->dim, r);
@@ -648,7 +824,7 @@ static int predict_parse(srv_server *s, srv_call *c, const cJSON *root, srv_resp
     }
     srv_metrics_count(s->metrics, "te_request_count", "method", c->single ? "single" : "batch");
     if (need_model(s, c, s->mtype != MT_EMBEDDING, "Model is not a classifier model", r)) return -1;
-    if (acquire(s, c, r) || tokenize_inputs(s, c, truncate, side, r)) return -1;
+    if (acquire(s, c, r) || tokenize_inputs(s, c, truncate, side, 0, r)) return -1;
     job_common(s, c, K_CLASSIFY, truncate, side);
     c->job.score_fn = c->raw_scores ? BERT8_SCORE_NONE : BERT8_SCORE_AUTO;
     return alloc_out(c, s->info->num_labels, r);
@@ -684,7 +860,7 @@ static int rerank_parse(srv_server *s, srv_call *c, const cJSON *root, srv_respo
         i++;
     }
     srv_metrics_count(s->metrics, "te_request_count", "method", "batch");
-    if (acquire(s, c, r) || tokenize_inputs(s, c, truncate, side, r)) return -1;
+    if (acquire(s, c, r) || tokenize_inputs(s, c, truncate, side, 0, r)) return -1;
     job_common(s, c, K_CLASSIFY, truncate, side);
     /* one label: sigmoid(logit), as bert8_rerank; raw: the logit */
     c->job.score_fn = c->raw_scores ? BERT8_SCORE_NONE : BERT8_SCORE_SIGMOID;
@@ -704,6 +880,16 @@ static void call_release(srv_server *s, srv_call *c) {
     free(c->texts);
     free(c->pairs);
     free(c->tokens);
+    free(c->ids);
+    for (int64_t i = 0; i < c->n && (c->given || c->decoded); i++) {
+        if (c->given) free(c->given[i]);
+        if (c->decoded) free(c->decoded[i]);
+    }
+    free(c->given);
+    free(c->given_n);
+    free(c->decoded);
+    for (int64_t i = 0; i < c->n_encs; i++) bert8_encoding_free(&c->encs[i]);
+    free(c->encs);
     cJSON_Delete(c->root);
     free(c);
 }
@@ -725,6 +911,10 @@ static int route_begin(srv_server *s, srv_route_id route, char *body, size_t len
     }
     if (route == R_METRICS) {
         metrics_route(s, r);
+        return 0;
+    }
+    if (route == R_DOCS || route == R_OPENAPI) {
+        srv_docs_route(route, r);
         return 0;
     }
     if (state != SRV_READY) {

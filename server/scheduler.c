@@ -1,6 +1,7 @@
 /* scheduler.c: the request queue and the one thread that runs the model.
  *
- * Requests arrive validated and tokenized (their real token counts are known). The thread takes
+ * Requests arrive validated and tokenized: a job carries its inputs' token ids, and the pipeline
+ * runs those (bert8_embed_ids, ...), so no text is tokenized twice. The thread takes
  * them in arrival order into a batch of at most max_batch_tokens real tokens (and at most
  * max_batch_requests inputs when set); a request larger than what is left is split, its first
  * inputs go now and the rest lead the next batch. A batch's inputs that ask for the same thing
@@ -34,8 +35,8 @@ struct srv_sched {
     /* scratch reused from batch to batch */
     item *items;
     size_t cap_items;
-    bert8_text *texts, *pairs;
-    size_t cap_texts, cap_pairs;
+    bert8_token_ids *ids;
+    size_t cap_ids;
     item **group;
     size_t cap_group;
     float *out;
@@ -55,9 +56,8 @@ static int grow(void **p, size_t *cap, size_t need, size_t elem) {
 }
 
 static int same_work(const srv_job *a, const srv_job *b) {
-    return a->kind == b->kind && a->width == b->width && a->run.truncate == b->run.truncate &&
-           a->run.truncation_side == b->run.truncation_side && a->run.max_length == b->run.max_length &&
-           a->embed.pooling == b->embed.pooling && a->embed.normalize == b->embed.normalize &&
+    /* truncation and prompts are in the token ids already */
+    return a->kind == b->kind && a->width == b->width && a->embed.pooling == b->embed.pooling && a->embed.normalize == b->embed.normalize &&
            a->embed.dimensions == b->embed.dimensions && a->score_fn == b->score_fn;
 }
 
@@ -71,28 +71,20 @@ static void fail(srv_job *j, bert8_status st, const char *msg) {
 static bert8_status run_group(srv_sched *s, item **g, size_t n, char *err, size_t err_len) {
     srv_job *j0 = g[0]->job;
     int64_t total = 0;
-    int any_pair = 0;
-    for (size_t i = 0; i < n; i++) {
-        total += g[i]->n;
-        if (g[i]->job->pairs) any_pair = 1;
-    }
-    if (grow((void **)&s->texts, &s->cap_texts, (size_t)total, sizeof *s->texts) ||
-        grow((void **)&s->pairs, &s->cap_pairs, (size_t)total, sizeof *s->pairs)) {
+    for (size_t i = 0; i < n; i++) total += g[i]->n;
+    if (grow((void **)&s->ids, &s->cap_ids, (size_t)total, sizeof *s->ids)) {
         snprintf(err, err_len, "out of memory");
         return BERT8_ERR_NOMEM;
     }
     int64_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        const srv_job *j = g[i]->job;
-        for (int64_t t = 0; t < g[i]->n; t++, k++) {
-            s->texts[k] = j->texts[g[i]->i0 + t];
-            s->pairs[k] = j->pairs ? j->pairs[g[i]->i0 + t] : (bert8_text){NULL, 0};
-        }
+        memcpy(s->ids + k, g[i]->job->ids + g[i]->i0, (size_t)g[i]->n * sizeof *s->ids);
+        k += g[i]->n;
     }
     bert8_status st;
     if (j0->kind == K_EMBED_ALL) {
         bert8_token_embeddings te = {0};
-        st = bert8_embed_tokens(s->p, total, s->texts, &j0->run, &te, err, err_len);
+        st = bert8_embed_tokens_ids(s->p, total, s->ids, &te, err, err_len);
         if (!st) {
             k = 0;
             for (size_t i = 0; i < n && !st; i++) {
@@ -120,11 +112,9 @@ static bert8_status run_group(srv_sched *s, item **g, size_t n, char *err, size_
         return BERT8_ERR_NOMEM;
     }
     if (j0->kind == K_EMBED)
-        st = bert8_embed(s->p, total, s->texts, any_pair ? s->pairs : NULL, &j0->run, &j0->embed, s->out, err,
-                         err_len);
+        st = bert8_embed_ids(s->p, total, s->ids, &j0->embed, s->out, err, err_len);
     else
-        st = bert8_classify(s->p, total, s->texts, any_pair ? s->pairs : NULL, &j0->run, j0->score_fn, s->out, err,
-                            err_len);
+        st = bert8_classify_ids(s->p, total, s->ids, j0->score_fn, s->out, err, err_len);
     if (st) return st;
     k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -303,8 +293,7 @@ void srv_sched_free(srv_sched *s) {
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s->items);
-    free(s->texts);
-    free(s->pairs);
+    free(s->ids);
     free(s->group);
     free(s->out);
     free(s);

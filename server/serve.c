@@ -31,6 +31,10 @@ static int open_model(srv_server *s, char *err, size_t err_len) {
     pp.max_batch_size = s->cfg.max_batch_requests ? s->cfg.max_batch_requests : s->cfg.max_batch_tokens;
     pp.max_text_bytes = s->cfg.payload_limit;
     pp.pooling = s->cfg.pooling;
+    pp.dense_path = s->cfg.dense_path;
+    /* as TEI: a prompt only from the flags, never the folder's default_prompt_name */
+    pp.default_prompt_name = s->cfg.default_prompt_name;
+    pp.default_prompt = s->cfg.default_prompt ? s->cfg.default_prompt : s->cfg.default_prompt_name ? NULL : "";
     bert8_status st = bert8_pipeline_open(s->cfg.model_id, &pp, &s->pipe, err, err_len);
     if (st) return -1;
     s->info = bert8_pipeline_get_info(s->pipe);

@@ -6,6 +6,7 @@
  *   metrics.c    Prometheus counters and histograms
  *   scheduler.c  the queue and the one batching thread that calls the pipeline
  *   routes.c     one handler per route: JSON in, validation and tokenization, job, JSON out
+ *   docs.c       GET /docs and /openapi.json (the description scripts/gen_openapi.py writes)
  *   http.c       libmicrohttpd: bodies, limits, auth, suspend/resume while a job runs, shutdown
  *   serve.c      `bert8 serve`: start-up, signals, graceful stop
  */
@@ -35,6 +36,9 @@ typedef struct srv_config {
     int64_t payload_limit;         /* body bytes before 413 (2,000,000) */
     int auto_truncate;             /* default for requests without "truncate" (true) */
     bert8_pooling pooling;         /* DEFAULT: the folder's */
+    const char *default_prompt_name; /* TEI: a prompt name applied when a request names none */
+    const char *default_prompt;    /* TEI: a prompt text applied when a request names none */
+    const char *dense_path;        /* TEI: the Dense module folder */
     const char *api_key;           /* NULL: no auth */
     int threads;                   /* OpenMP threads of the forward pass; 0: physical cores */
     int tokenization_workers;      /* HTTP worker threads (parse, validate, tokenize) */
@@ -79,7 +83,7 @@ char *jb_take(jbuf *b, size_t *len);
 
 typedef enum srv_route_id {
     R_HEALTH, R_INFO, R_METRICS, R_EMBED, R_EMBED_ALL, R_PREDICT, R_RERANK, R_SIMILARITY,
-    R_TOKENIZE, R_DECODE, R_OPENAI, R_DEFAULT, R_OTHER, R_COUNT
+    R_TOKENIZE, R_DECODE, R_OPENAI, R_DEFAULT, R_DOCS, R_OPENAPI, R_OTHER, R_COUNT
 } srv_route_id;
 
 typedef enum srv_hist_id {
@@ -114,10 +118,9 @@ typedef enum srv_kind {
 typedef struct srv_job {
     srv_kind kind;
     int64_t n;
-    const bert8_text *texts;
-    const bert8_text *pairs;     /* NULL or [n], entries with data NULL for single texts */
+    const bert8_token_ids *ids;  /* [n] the inputs, tokenized by the route (prompt included) */
     const int64_t *tokens;       /* [n] real tokens of each input (the batching budget) */
-    bert8_run_options run;
+    bert8_run_options run;       /* how the route tokenized (kept for the record) */
     bert8_embed_options embed;
     bert8_score_fn score_fn;
     int64_t width;               /* K_EMBED: dimensions; K_CLASSIFY: labels */
@@ -209,6 +212,9 @@ int srv_route_begin(srv_server *s, srv_route_id r, char *body, size_t len, srv_r
 void srv_call_finish(srv_server *s, srv_call *c, srv_response *resp);
 /* Frees a call whose job finished without anyone to answer (the client left). */
 void srv_call_free(srv_server *s, srv_call *c);
+
+/* docs.c: GET /docs (a Swagger UI page over /openapi.json) and GET /openapi.json. */
+void srv_docs_route(srv_route_id r, srv_response *resp);
 
 /* http.c */
 int srv_http_start(srv_server *s, char *err, size_t err_len);

@@ -19,9 +19,10 @@
  *             special tokens). No truncation unless --max-length.
  *   classify  label, label_id, score and all scores (softmax, keyed by id2label); a
  *             regression head (one label) prints its value as score. --logits adds logits.
- *   embed     embedding: cls or mean (default) or max pooling over the attention mask,
- *             --normalize for L2; a sentence-transformers folder's 1_Pooling/config.json
- *             and Normalize module are followed unless flags say otherwise.
+ *   embed     embedding: a sentence-transformers folder's modules (every pooling mode,
+ *             Dense, Normalize) and default prompt, else mean pooling; --pooling and
+ *             --normalize/--no-normalize override the folder, --prompt-name NAME /
+ *             --prompt TEXT choose the prompt prepended to each text.
  *   qa        answer, score, start/end: the best span over all windows (only_second
  *             truncation, overflow windows of --max-length, default 384 or the model's
  *             limit, overlapping by --stride, default min(128, max_length / 3)) with start <=
@@ -81,6 +82,7 @@ struct tcmd {
     bool logits;
     bert8_pooling pool;
     int normalize; /* -1: the folder's */
+    const char *prompt_name, *prompt; /* embed: --prompt-name, --prompt (NULL: the folder's default) */
     /* qa */
     bert8_qa_answer *answers;
     bert8_qa_options qo;
@@ -418,6 +420,8 @@ static bert8_status embed_compute(tcmd *c, int64_t n, const bert8_text *a, const
     }
     bert8_run_options o = run_opts(c);
     bert8_embed_options eo = bert8_default_embed_options();
+    eo.prompt_name = c->prompt_name;
+    if (c->prompt) eo.prompt = (bert8_text){c->prompt, strlen(c->prompt)};
     return bert8_embed(c->r.pl, n, a, b, &o, &eo, c->out, c->r.err, sizeof c->r.err);
 }
 
@@ -663,29 +667,53 @@ int cmd_embed(int argc, char **argv) {
     tcmd c = {.name = "embed", .fa = "text", .fb = "text_pair", .with_model = true, .normalize = -1};
     cli_args a;
     cli_args_init(&a, argc, argv);
-    if (want_help(&a, "usage: bert8 embed MODEL_DIR [--pooling cls|mean|max] "
-                      "[--normalize|--no-normalize] < lines\n"))
+    if (want_help(&a, "usage: bert8 embed MODEL_DIR [--pooling cls|mean|max|mean_sqrt_len_tokens|weightedmean|lasttoken] "
+                      "[--normalize|--no-normalize] [--prompt-name NAME | --prompt TEXT] < lines\n"
+                      "  a sentence-transformers folder's modules (pooling, Dense, Normalize) and default prompt apply\n"
+                      "  unless flags say otherwise; --prompt-name picks one of config_sentence_transformers.json's\n"
+                      "  prompts, --prompt prepends TEXT (\"\" for none)\n"))
         return 0;
     long threads, max_len;
     if (!common_options(&c, &a, &threads, &max_len)) return 1;
     const char *pool = cli_opt(&a, "--pooling");
+    c.prompt_name = cli_opt(&a, "--prompt-name");
+    c.prompt = cli_opt(&a, "--prompt");
+    if (c.prompt_name && c.prompt) return cli_error(c.name, "--prompt-name and --prompt cannot both be given");
     bool norm_flag = cli_flag(&a, "--normalize"), no_norm = cli_flag(&a, "--no-normalize");
     if (pool) {
-        if (!strcmp(pool, "cls"))
-            c.pool = BERT8_POOLING_CLS;
-        else if (!strcmp(pool, "mean"))
-            c.pool = BERT8_POOLING_MEAN;
-        else if (!strcmp(pool, "max"))
-            c.pool = BERT8_POOLING_MAX;
-        else
-            return cli_error(c.name, "--pooling must be cls, mean or max, not \"%s\"", pool);
+        static const struct {
+            const char *name;
+            bert8_pooling p;
+        } POOLS[] = {{"cls", BERT8_POOLING_CLS},
+                     {"mean", BERT8_POOLING_MEAN},
+                     {"max", BERT8_POOLING_MAX},
+                     {"mean_sqrt_len_tokens", BERT8_POOLING_MEAN_SQRT_LEN},
+                     {"weightedmean", BERT8_POOLING_WEIGHTED_MEAN},
+                     {"lasttoken", BERT8_POOLING_LAST_TOKEN}};
+        c.pool = BERT8_POOLING_DEFAULT;
+        for (size_t i = 0; i < sizeof POOLS / sizeof *POOLS; i++)
+            if (!strcmp(pool, POOLS[i].name)) c.pool = POOLS[i].p;
+        if (c.pool == BERT8_POOLING_DEFAULT)
+            return cli_error(c.name,
+                             "--pooling must be cls, mean, max, mean_sqrt_len_tokens, weightedmean or lasttoken, not \"%s\"",
+                             pool);
     }
     const char *dir = cli_positional(&a);
     if (norm_flag) c.normalize = 1;
     if (no_norm) c.normalize = 0;
     int rc = finish(&c, &a, dir, threads, max_len, -1, 0);
+    if (rc < 0 && c.prompt_name) { /* a name the folder lacks fails every line: say so once */
+        const char *name;
+        bool found = false;
+        for (int64_t i = 0; bert8_pipeline_prompt(c.r.pl, i, &name, NULL); i++) found = found || !strcmp(name, c.prompt_name);
+        if (!found) {
+            cli_error(c.name, "--prompt-name \"%s\": %s has no such prompt (%lld in config_sentence_transformers.json)",
+                      c.prompt_name, dir, (long long)bert8_pipeline_get_info(c.r.pl)->prompts);
+            rc = 2;
+        }
+    }
     if (rc < 0) {
-        c.width = c.r.info->hidden_size;
+        c.width = bert8_pipeline_get_info(c.r.pl)->dim;
         c.ep = bert8_default_encode_params();
         c.ep.truncation = BERT8_TRUNCATE_LONGEST_FIRST;
         c.ep.max_length = c.max_len;

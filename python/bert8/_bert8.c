@@ -1039,14 +1039,16 @@ static void pipeline_dealloc(Pipeline *p) {
 static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"path",           "threads",     "max_batch_tokens", "max_batch_size",
                              "max_length",     "padding_free", "max_text_bytes",  "max_inputs",
-                             "max_windows",    "pooling",     "normalize",        NULL};
+                             "max_windows",    "pooling",     "normalize",        "dense_path",
+                             "default_prompt_name", "default_prompt", NULL};
     bert8_pipeline_params pp = bert8_default_pipeline_params();
     PyObject *path;
     long long mbt = pp.max_batch_tokens, mbs = pp.max_batch_size, ml = pp.max_length, mtb = pp.max_text_bytes,
               mi = pp.max_inputs, mw = pp.max_windows;
     int threads = 0, pf = pp.padding_free, pooling = (int)pp.pooling, normalize = pp.normalize;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|iLLLpLLLii", kwlist, PyUnicode_FSConverter, &path, &threads, &mbt,
-                                     &mbs, &ml, &pf, &mtb, &mi, &mw, &pooling, &normalize))
+    const char *dense_path = NULL, *dpn = NULL, *dp = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|iLLLpLLLiizzz", kwlist, PyUnicode_FSConverter, &path, &threads, &mbt,
+                                     &mbs, &ml, &pf, &mtb, &mi, &mw, &pooling, &normalize, &dense_path, &dpn, &dp))
         return -1;
     if (p->p) {
         Py_DECREF(path);
@@ -1063,6 +1065,9 @@ static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kw) {
     pp.max_windows = mw;
     pp.pooling = (bert8_pooling)pooling;
     pp.normalize = normalize;
+    pp.dense_path = dense_path;
+    pp.default_prompt_name = dpn;
+    pp.default_prompt = dp;
     char err[ERR_LEN] = "";
     bert8_status st;
     const char *dir = PyBytes_AS_STRING(path);
@@ -1091,7 +1096,12 @@ static const char *task_name(bert8_task t) {
 }
 
 static const char *pooling_name(bert8_pooling p) {
-    return p == BERT8_POOLING_CLS ? "cls" : p == BERT8_POOLING_MEAN ? "mean" : p == BERT8_POOLING_MAX ? "max" : "default";
+    static const char *const NAMES[] = {
+        [BERT8_POOLING_DEFAULT] = "default",        [BERT8_POOLING_CLS] = "cls",
+        [BERT8_POOLING_MEAN] = "mean",              [BERT8_POOLING_MAX] = "max",
+        [BERT8_POOLING_MEAN_SQRT_LEN] = "mean_sqrt_len_tokens", [BERT8_POOLING_WEIGHTED_MEAN] = "weightedmean",
+        [BERT8_POOLING_LAST_TOKEN] = "lasttoken"};
+    return (unsigned)p < sizeof NAMES / sizeof *NAMES ? NAMES[p] : "default";
 }
 
 static PyObject *pipeline_info(Pipeline *p, PyObject *unused) {
@@ -1100,10 +1110,23 @@ static PyObject *pipeline_info(Pipeline *p, PyObject *unused) {
     const bert8_pipeline_info *in = bert8_pipeline_get_info(p->p);
     PyObject *model = model_info_dict(bert8_pipeline_model(p->p));
     if (!model) return NULL;
-    return Py_BuildValue("{s:s,s:N,s:L,s:L,s:L,s:s,s:O,s:i}", "task", task_name(in->task), "model", model,
-                         "max_length", (long long)in->max_length, "dim", (long long)in->dim, "num_labels",
+    PyObject *prompts = PyDict_New();
+    const char *name, *text;
+    for (int64_t i = 0; prompts && bert8_pipeline_prompt(p->p, i, &name, &text); i++) {
+        PyObject *v = PyUnicode_FromString(text);
+        if (!v || PyDict_SetItemString(prompts, name, v) < 0) Py_CLEAR(prompts);
+        Py_XDECREF(v);
+    }
+    if (!prompts) {
+        Py_DECREF(model);
+        return NULL;
+    }
+    return Py_BuildValue("{s:s,s:N,s:L,s:L,s:L,s:s,s:O,s:i,s:N,s:z,s:O,s:L}", "task", task_name(in->task), "model",
+                         model, "max_length", (long long)in->max_length, "dim", (long long)in->dim, "num_labels",
                          (long long)in->num_labels, "pooling", pooling_name(in->pooling), "normalize",
-                         in->normalize ? Py_True : Py_False, "threads", p->threads);
+                         in->normalize ? Py_True : Py_False, "threads", p->threads, "prompts", prompts,
+                         "default_prompt", in->default_prompt, "include_prompt",
+                         in->include_prompt ? Py_True : Py_False, "dense_modules", (long long)in->dense_modules);
 }
 
 static PyObject *pipeline_label(Pipeline *p, PyObject *arg) {
@@ -1168,12 +1191,14 @@ out:
 
 static PyObject *pipeline_embed(Pipeline *p, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"texts",   "pairs",     "truncate",   "truncate_left", "max_length",
-                             "pooling", "normalize", "dimensions", NULL};
+                             "pooling", "normalize", "dimensions", "prompt_name", "prompt", NULL};
     PyObject *texts_o, *pairs_o = Py_None;
     int truncate = 1, left = 0, pooling = BERT8_POOLING_DEFAULT, normalize = -1;
     long long max_length = 0, dims = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OppLiiL", kwlist, &texts_o, &pairs_o, &truncate, &left,
-                                     &max_length, &pooling, &normalize, &dims))
+    const char *prompt_name = NULL, *prompt = NULL;
+    Py_ssize_t prompt_len = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OppLiiLzz#", kwlist, &texts_o, &pairs_o, &truncate, &left,
+                                     &max_length, &pooling, &normalize, &dims, &prompt_name, &prompt, &prompt_len))
         return NULL;
     if (!pipeline_ready(p)) return NULL;
     texts a, b = {0};
@@ -1200,6 +1225,8 @@ static PyObject *pipeline_embed(Pipeline *p, PyObject *args, PyObject *kw) {
     eo.pooling = (bert8_pooling)pooling;
     eo.normalize = normalize;
     eo.dimensions = dims;
+    eo.prompt_name = prompt_name;
+    if (prompt) eo.prompt = (bert8_text){prompt, (size_t)prompt_len};
     char err[ERR_LEN] = "";
     bert8_status st;
     int threads = p->threads;
@@ -1421,7 +1448,7 @@ static PyMethodDef pipeline_methods[] = {
      "classify(texts, pairs=None, truncate=True, truncate_left=False, max_length=0, score_fn=0) -> Buffer [n, labels]"},
     {"embed", (PyCFunction)(void (*)(void))pipeline_embed, METH_VARARGS | METH_KEYWORDS,
      "embed(texts, pairs=None, truncate=True, truncate_left=False, max_length=0, pooling=0, normalize=-1,"
-     " dimensions=0) -> Buffer [n, dim]"},
+     " dimensions=0, prompt_name=None, prompt=None) -> Buffer [n, dim]"},
     {"embed_tokens", (PyCFunction)(void (*)(void))pipeline_embed_tokens, METH_VARARGS | METH_KEYWORDS,
      "embed_tokens(texts, truncate=True, truncate_left=False, max_length=0) -> (offsets [n+1], data [rows, dim])"},
     {"rerank", (PyCFunction)(void (*)(void))pipeline_rerank, METH_VARARGS | METH_KEYWORDS,

@@ -15,7 +15,9 @@ from . import _bert8
 PathLike = Union[str, "os.PathLike[str]"]
 Texts = Union[str, Sequence[str]]
 
-_POOLING = {None: 0, "default": 0, "cls": 1, "mean": 2, "max": 3}
+_POOLING = {None: 0, "default": 0, "cls": 1, "mean": 2, "max": 3, "mean_sqrt_len_tokens": 4, "weightedmean": 5,
+            "lasttoken": 6}
+_POOLING_NAMES = "'cls', 'mean', 'max', 'mean_sqrt_len_tokens', 'weightedmean', 'lasttoken' or None"
 _SCORE_FN = {None: 0, "auto": 0, "softmax": 1, "sigmoid": 2, "none": 3}
 _AGGREGATION = {"none": 0, "simple": 1, "first": 2, "average": 3, "max": 4}
 
@@ -45,9 +47,16 @@ class Pipeline:
         max_batch_size: sequences per forward pass (default 128).
         max_length: tokens per sequence (default: the model's and tokenizer's limit).
         padding_free: packed forward passes (default True).
-        pooling: embeddings' pooling, "cls", "mean" or "max" (default: the folder's
-            1_Pooling/config.json, else mean).
+        pooling: embeddings' pooling, "cls", "mean", "max", "mean_sqrt_len_tokens",
+            "weightedmean" or "lasttoken" (default: the folder's 1_Pooling/config.json, else mean).
         normalize: L2-normalise embeddings (default: the folder's modules.json).
+        dense_path: a Dense module folder (under path, or absolute) that replaces the one in
+            modules.json, or follows the pooling when it lists none (TEI's --dense-path).
+        default_prompt_name / default_prompt: the prompt an embed call without one gets (default:
+            config_sentence_transformers.json's default_prompt_name; "" for none).
+
+    A sentence-transformers folder is read whole: modules.json in order (Transformer, Pooling,
+    Dense, Normalize; another module raises naming it), prompts, max_seq_length, do_lower_case.
     """
 
     def __init__(
@@ -64,13 +73,17 @@ class Pipeline:
         max_text_bytes: int = 1 << 20,
         max_inputs: int = 1_000_000,
         max_windows: int = 256,
+        dense_path: Optional[PathLike] = None,
+        default_prompt_name: Optional[str] = None,
+        default_prompt: Optional[str] = None,
     ) -> None:
         if pooling not in _POOLING:
-            raise ValueError(f"pooling must be 'cls', 'mean', 'max' or None, not {pooling!r}")
+            raise ValueError(f"pooling must be {_POOLING_NAMES}, not {pooling!r}")
         self.path = os.fspath(path)
         self._p = _bert8.Pipeline(
             self.path, threads or 0, max_batch_tokens, max_batch_size, max_length or 0, padding_free,
             max_text_bytes, max_inputs, max_windows, _POOLING[pooling], _normalize_flag(normalize),
+            None if dense_path is None else os.fspath(dense_path), default_prompt_name, default_prompt,
         )
         self.info: Dict[str, Any] = self._p.info()
         self.task: str = self.info["task"]
@@ -137,17 +150,21 @@ class Pipeline:
         dimensions: Optional[int] = None,
         truncation: bool = True,
         max_length: Optional[int] = None,
+        prompt_name: Optional[str] = None,
+        prompt: Optional[str] = None,
     ) -> np.ndarray:
         """Sentence embeddings ``[n, dim]`` (float32), written by C straight into the array.
 
-        pooling: "cls", "mean", "max" (default: the pipeline's); normalize: L2 (default: the
-        pipeline's); dimensions: keep the first values only (Matryoshka), before normalising."""
+        pooling: as the constructor's (default: the pipeline's); normalize: L2 (default: the
+        pipeline's); dimensions: keep the first values only (Matryoshka), after the Dense
+        modules, before normalising; prompt_name: one of ``info["prompts"]``; prompt: a text
+        prepended to each text ("" for none); neither: the pipeline's default prompt."""
         if pooling not in _POOLING:
-            raise ValueError(f"pooling must be 'cls', 'mean', 'max' or None, not {pooling!r}")
+            raise ValueError(f"pooling must be {_POOLING_NAMES}, not {pooling!r}")
         a = _as_list(texts, "texts")
         b = None if text_pair is None else _as_list(text_pair, "text_pair")
         out = self._p.embed(a, b, truncation, False, max_length or 0, _POOLING[pooling], _normalize_flag(normalize),
-                            dimensions or 0)
+                            dimensions or 0, prompt_name, prompt)
         return np.asarray(out)
 
     def embed_tokens(self, texts: Texts, *, truncation: bool = True, max_length: Optional[int] = None) -> List[np.ndarray]:
@@ -298,12 +315,24 @@ class SentenceEncoder:
         model = bert8.SentenceEncoder("path/to/all-MiniLM-L6-v2")
         vectors = model.encode(["a sentence", "another"], normalize_embeddings=True)
 
-    The folder's ``1_Pooling/config.json`` and ``modules.json`` (Normalize) are honoured.
+    The folder's modules are honoured in order (every Pooling mode, Dense, Normalize), with its
+    prompts (``prompts``, ``default_prompt_name``) as sentence-transformers applies them.
     """
 
     def __init__(self, path: PathLike, threads: Optional[int] = None, *, pooling: Optional[str] = None,
-                 max_batch_tokens: int = 8192) -> None:
-        self.pipeline = Pipeline(path, threads, pooling=pooling, max_batch_tokens=max_batch_tokens)
+                 max_batch_tokens: int = 8192, prompts: Optional[Dict[str, str]] = None,
+                 default_prompt_name: Optional[str] = None, dense_path: Optional[PathLike] = None) -> None:
+        self.pipeline = Pipeline(path, threads, pooling=pooling, max_batch_tokens=max_batch_tokens,
+                                 dense_path=dense_path)
+        self.prompts: Dict[str, str] = dict(self.pipeline.info["prompts"])
+        if prompts:
+            self.prompts.update(prompts)
+        folder_default = next((k for k, v in self.prompts.items() if self.pipeline.info["default_prompt"] is not None
+                               and v == self.pipeline.info["default_prompt"]), None)
+        self.default_prompt_name: Optional[str] = default_prompt_name or folder_default
+        if self.default_prompt_name is not None and self.default_prompt_name not in self.prompts:
+            raise ValueError(f"Default prompt name '{self.default_prompt_name}' not found in the configured prompts "
+                             f"dictionary with keys {list(self.prompts)!r}.")
 
     @property
     def max_seq_length(self) -> int:
@@ -320,6 +349,8 @@ class SentenceEncoder:
         convert_to_numpy: bool = True,
         normalize_embeddings: bool = False,
         truncate_dim: Optional[int] = None,
+        prompt_name: Optional[str] = None,
+        prompt: Optional[str] = None,
     ) -> np.ndarray:
         """Embeds sentences: a ``[n, dim]`` float32 NumPy array (``[dim]`` for one str).
 
@@ -329,6 +360,9 @@ class SentenceEncoder:
             show_progress_bar: a progress bar on stderr (default: off).
             normalize_embeddings: L2-normalise (a folder with a Normalize module always does).
             truncate_dim: keep the first values only (Matryoshka).
+            prompt_name: a key of ``prompts`` whose text is prepended to each sentence.
+            prompt: a text prepended to each sentence (wins over prompt_name; "" for none).
+            Neither: the default prompt (``default_prompt_name``), if any.
         """
         if not convert_to_numpy:
             raise ValueError("bert8 returns NumPy arrays only (convert_to_numpy=True)")
@@ -339,8 +373,19 @@ class SentenceEncoder:
         dim = truncate_dim or self.get_sentence_embedding_dimension()
         out = np.empty((len(texts), dim), dtype=np.float32)
         norm = True if normalize_embeddings else None
+        if prompt is None:
+            if prompt_name is not None:
+                if prompt_name not in self.prompts:
+                    raise ValueError(f"Prompt name '{prompt_name}' not found in the configured prompts dictionary "
+                                     f"with keys {list(self.prompts)!r}.")
+                prompt = self.prompts[prompt_name]
+            elif self.default_prompt_name is not None:
+                prompt = self.prompts.get(self.default_prompt_name, "")
+            else:
+                prompt = ""
         for i in range(0, len(texts), batch_size):
-            out[i: i + batch_size] = self.pipeline.embed(texts[i: i + batch_size], normalize=norm, dimensions=truncate_dim)
+            out[i: i + batch_size] = self.pipeline.embed(texts[i: i + batch_size], normalize=norm, dimensions=truncate_dim,
+                                                         prompt=prompt)
             if show_progress_bar:
                 done = min(i + batch_size, len(texts))
                 print(f"\rbert8 encode: {done}/{len(texts)}", end="" if done < len(texts) else "\n",

@@ -2,6 +2,7 @@
 #include "base/utf8.h"
 
 #include <string.h>
+#include <utf8proc.h>
 
 #include "bert8.h"
 
@@ -85,4 +86,26 @@ int64_t b8_utf8_chars(const char *s, size_t byte) {
     for (size_t i = 0; i < byte; i++)
         if (((unsigned char)s[i] & 0xC0) != 0x80) n++;
     return n;
+}
+
+size_t b8_utf8_lower(const char *s, size_t len, char *out) {
+    const uint8_t *u = (const uint8_t *)s;
+    uint8_t *o = (uint8_t *)out;
+    size_t w = 0;
+    for (size_t i = 0; i < len;) {
+        if (u[i] < 0x80) { /* the common case */
+            o[w++] = (uint8_t)(u[i] >= 'A' && u[i] <= 'Z' ? u[i] + 32 : u[i]);
+            i++;
+            continue;
+        }
+        uint32_t cp;
+        i += (size_t)b8_utf8_next(u + i, &cp);
+        if (cp == 0x130) { /* the one full mapping to two code points */
+            o[w++] = 'i';
+            w += (size_t)b8_utf8_put(0x307, o + w);
+        } else {
+            w += (size_t)b8_utf8_put((uint32_t)utf8proc_tolower((utf8proc_int32_t)cp), o + w);
+        }
+    }
+    return w;
 }

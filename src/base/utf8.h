@@ -38,4 +38,10 @@ int b8_utf8_put(uint32_t cp, uint8_t *out);
 /* Code points in s[0..byte) of valid UTF-8 (a byte inside a character counts that character). */
 int64_t b8_utf8_chars(const char *s, size_t byte);
 
+/* The lowercase of valid UTF-8 s[0..len) into out, which has room for 2 * len bytes; returns the
+ * bytes written. As the tokenizers library's Lowercase normalizer (what sentence-transformers'
+ * do_lower_case installs): code point by code point, Unicode's lowercase mapping (utf8proc's
+ * tables), U+0130 becoming "i" + U+0307, no final-sigma context. */
+size_t b8_utf8_lower(const char *s, size_t len, char *out);
+
 #endif

@@ -6,7 +6,7 @@
 #include "pipeline/pipeline_internal.h"
 
 typedef struct cls_ctx {
-    const bert8_encoding *enc;
+    const int64_t *row_input; /* NULL: the tag is the input */
     int64_t base;   /* input index of the chunk's first text */
     int64_t L;
     float *out;     /* [inputs][L] raw logits */
@@ -15,7 +15,7 @@ typedef struct cls_ctx {
 static bert8_status cls_row(void *ctx, const b8_rowout *o, b8_err *e) {
     cls_ctx *c = ctx;
     if (!o->seq_logits) return b8_fail(e, BERT8_ERR_INTERNAL, "the model gave no sequence logits");
-    memcpy(c->out + (c->base + c->enc->row_input[o->tag]) * c->L, o->seq_logits, (size_t)c->L * sizeof(float));
+    memcpy(c->out + (c->base + (c->row_input ? c->row_input[o->tag] : o->tag)) * c->L, o->seq_logits, (size_t)c->L * sizeof(float));
     return BERT8_OK;
 }
 
@@ -32,13 +32,14 @@ static bert8_status logits(const bert8_pipeline *p, int64_t n, const bert8_text 
     bert8_encoding enc = {0};
     b8_row *rows = NULL;
     int64_t cap = 0;
-    cls_ctx c = {&enc, 0, p->info.num_labels, out};
+    cls_ctx c = {NULL, 0, p->info.num_labels, out};
     for (int64_t i0 = 0; i0 < n && !st; i0 += B8_PIPE_CHUNK) {
         int64_t nb = n - i0 < B8_PIPE_CHUNK ? n - i0 : B8_PIPE_CHUNK, nr = 0;
         c.base = i0;
         if ((st = b8_pipe_encode(p, nb, texts + i0, pairs ? pairs + i0 : NULL, o, &enc, e)) ||
-            (st = b8_pipe_rows(p, &enc, &rows, &nr, &cap, e)))
+            (st = b8_pipe_rows(p, &enc, 0, &rows, &nr, &cap, e)))
             break;
+        c.row_input = enc.row_input;
         st = b8_pipe_run(p, rows, nr, cls_row, &c, e);
     }
     free(rows);
@@ -47,6 +48,30 @@ static bert8_status logits(const bert8_pipeline *p, int64_t n, const bert8_text 
 }
 
 static float sigmoid(float x) { return (float)(1.0 / (1.0 + exp(-(double)x))); }
+
+/* Raw logits of pre-tokenized inputs. */
+static bert8_status logits_ids(const bert8_pipeline *p, int64_t n, const bert8_token_ids *in, float *out, b8_err *e) {
+    if (p->info.task != BERT8_TASK_CLASSIFY)
+        return b8_fail(e, BERT8_ERR_UNSUPPORTED, "the model is not a sequence classifier (architecture \"%s\")",
+                       p->info.model->architecture);
+    b8_row *rows = NULL;
+    cls_ctx c = {NULL, 0, p->info.num_labels, out};
+    bert8_status st = b8_pipe_id_rows(p, n, in, &rows, e);
+    if (!st) st = b8_pipe_run(p, rows, n, cls_row, &c, e);
+    free(rows);
+    return st;
+}
+
+static void apply_score(const bert8_pipeline *p, int64_t n, bert8_score_fn fn, float *scores) {
+    const int64_t L = p->info.num_labels;
+    if (fn == BERT8_SCORE_AUTO) fn = L == 1 ? BERT8_SCORE_SIGMOID : BERT8_SCORE_SOFTMAX;
+    for (int64_t i = 0; i < n; i++) {
+        float *s = scores + i * L;
+        if (fn == BERT8_SCORE_SOFTMAX) b8_softmax_d(s, L, s);
+        else if (fn == BERT8_SCORE_SIGMOID)
+            for (int64_t j = 0; j < L; j++) s[j] = sigmoid(s[j]);
+    }
+}
 
 bert8_status bert8_classify(const bert8_pipeline *p, int64_t n, const bert8_text *texts, const bert8_text *pairs,
                             const bert8_run_options *opt, bert8_score_fn fn, float *scores, char *err,
@@ -58,14 +83,20 @@ bert8_status bert8_classify(const bert8_pipeline *p, int64_t n, const bert8_text
         return b8_pipe_report(b8_fail(&e, BERT8_ERR_INVALID_ARG, "unknown score function %d", (int)fn), &e, err, err_len);
     bert8_status st = logits(p, n, texts, pairs, opt, scores, &e);
     if (st) return b8_pipe_report(st, &e, err, err_len);
-    const int64_t L = p->info.num_labels;
-    if (fn == BERT8_SCORE_AUTO) fn = L == 1 ? BERT8_SCORE_SIGMOID : BERT8_SCORE_SOFTMAX;
-    for (int64_t i = 0; i < n; i++) {
-        float *s = scores + i * L;
-        if (fn == BERT8_SCORE_SOFTMAX) b8_softmax_d(s, L, s);
-        else if (fn == BERT8_SCORE_SIGMOID)
-            for (int64_t j = 0; j < L; j++) s[j] = sigmoid(s[j]);
-    }
+    apply_score(p, n, fn, scores);
+    return BERT8_OK;
+}
+
+bert8_status bert8_classify_ids(const bert8_pipeline *p, int64_t n, const bert8_token_ids *in,
+                                bert8_score_fn fn, float *scores, char *err, size_t err_len) {
+    b8_err e;
+    b8_err_clear(&e);
+    if (!p || (n > 0 && !scores)) return b8_pipe_report(b8_fail(&e, BERT8_ERR_INVALID_ARG, "bert8_classify_ids: pipeline and scores must not be NULL"), &e, err, err_len);
+    if ((unsigned)fn > BERT8_SCORE_NONE)
+        return b8_pipe_report(b8_fail(&e, BERT8_ERR_INVALID_ARG, "unknown score function %d", (int)fn), &e, err, err_len);
+    bert8_status st = logits_ids(p, n, in, scores, &e);
+    if (st) return b8_pipe_report(st, &e, err, err_len);
+    apply_score(p, n, fn, scores);
     return BERT8_OK;
 }
 

@@ -308,7 +308,7 @@ bert8_status bert8_ner(const bert8_pipeline *p, int64_t n, const bert8_text *tex
         }
         for (int64_t k = 0; k < total; k++) toks[k].ctx = -1;
         int64_t nr = 0;
-        if ((st = b8_pipe_rows(p, &enc, &rows, &nr, &cap, &e))) break;
+        if ((st = b8_pipe_rows(p, &enc, 0, &rows, &nr, &cap, &e))) break;
         ner_ctx c = {&enc, tok_base, step, toks, probs, L};
         if ((st = b8_pipe_run(p, rows, nr, ner_row, &c, &e))) break;
         for (int64_t i = 0; i < nb; i++) {

@@ -161,7 +161,7 @@ bert8_status bert8_qa(const bert8_pipeline *p, int64_t n, const bert8_text *ques
         for (int k = 0; k < (n_enc ? 1 : (int)nb); k++) {
             const bert8_encoding *en = &encs[n_enc ? 0 : 1 + k];
             int64_t first = nr;
-            if ((st = b8_pipe_rows(p, en, &rows, &nr, &cap, &e))) break;
+            if ((st = b8_pipe_rows(p, en, 0, &rows, &nr, &cap, &e))) break;
             if (nr > cap_refs) {
                 qa_rowref *nrf = realloc(refs, (size_t)cap * sizeof *nrf);
                 if (!nrf) {

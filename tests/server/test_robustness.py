@@ -69,7 +69,7 @@ def test_malformed_json_and_wrong_types_are_422(small):
         st, b = post_raw(small, "/embed", body)
         assert st == 422, (body, st, b)
         assert json.loads(b)["error_type"] == "Validation"
-    for bad in ({"inputs": 3}, {"inputs": None}, {}, {"inputs": [1, 2]}, {"inputs": ["a", 2]}, {"inputs": {"a": 1}},
+    for bad in ({"inputs": 3}, {"inputs": None}, {}, {"inputs": [1.5, 2]}, {"inputs": [-1]}, {"inputs": ["a", 2]}, {"inputs": {"a": 1}},
                 {"inputs": "a", "normalize": "yes"}, {"inputs": "a", "truncate": 1}, {"inputs": "a", "dimensions": -1},
                 {"inputs": "a", "dimensions": 1.5}, {"inputs": "a", "prompt_name": "query"}):
         err(small.post("/embed", bad), 422, "Validation")
