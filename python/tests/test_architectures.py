@@ -39,7 +39,7 @@ def _names() -> list[str]:
     names = []
     for arch in g.ARCHS:
         for shape in g.SHAPES:
-            for head in g.HEADS:
+            for head in g.heads_of(arch):
                 names.append(f"{arch}_{shape}_{head}")
     return names
 
