@@ -68,7 +68,7 @@ def config_of(arch: str, shape: str, head: str):
 def perturb(model: torch.nn.Module, gen: torch.Generator) -> None:
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if "LayerNorm" in name or "layer_norm" in name:
+            if "layernorm" in name.lower() or "layer_norm" in name:  # post_attention_layernorm too
                 base = 1.0 if name.endswith("weight") else 0.0
                 p.copy_(base + 0.2 * torch.randn(p.shape, generator=gen))
             elif "relative_attention_bias" in name:
