@@ -184,6 +184,17 @@ def seeds_config():
                                              "layer_norm_eps": 1e-5}, indent=2))
     put("config", "edge_mpnet_bad_buckets", '{"model_type":"mpnet","relative_attention_num_buckets":1}')
     put("config", "edge_roberta_pad_past_positions", '{"model_type":"roberta","pad_token_id":600,"max_position_embeddings":514}')
+    # rotary positions, gated FFNs (GTE, NomicBERT, Jina v3): rope_parameters / rope_scaling /
+    # the legacy rope_theta, head_dim, SiLU
+    put("config", "edge_gte_rope", json.dumps({"model_type": "gte", "hidden_size": 64, "num_hidden_layers": 2,
+                                                "num_attention_heads": 4, "intermediate_size": 96,
+                                                "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
+                                                "type_vocab_size": 0}, indent=2))
+    put("config", "edge_nomic_legacy_theta", '{"model_type":"nomic_bert","rope_theta":500,"head_dim":64,'
+                                             '"hidden_act":"swish"}')
+    put("config", "edge_jina_rope_scaling", '{"model_type":"jina_embeddings_v3","rope_scaling":{"type":"yarn"}}')
+    put("config", "edge_rope_odd_head", '{"model_type":"gte","hidden_size":30,"num_attention_heads":2,'
+                                        '"rope_parameters":{"rope_theta":-1}}')
     put("config", "edge_id2label_sparse",
         text.replace('"id2label": {', '"id2label": {"7": "X", ', 1))
 

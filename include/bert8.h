@@ -74,10 +74,14 @@ typedef enum bert8_arch {
     BERT8_ARCH_XLMR,
     BERT8_ARCH_ROBERTA,
     BERT8_ARCH_CAMEMBERT,
-    BERT8_ARCH_MPNET
+    BERT8_ARCH_MPNET,
+    BERT8_ARCH_GTE,
+    BERT8_ARCH_NOMIC_BERT,
+    BERT8_ARCH_JINA_V3
 } bert8_arch;
 
-/* "bert", "distilbert", "xlm-roberta", "roberta", "camembert", "mpnet"; "unknown" otherwise. */
+/* "bert", "distilbert", "xlm-roberta", "roberta", "camembert", "mpnet", "gte", "nomic_bert",
+ * "jina_embeddings_v3"; "unknown" otherwise. */
 const char *bert8_arch_name(bert8_arch arch);
 
 typedef enum bert8_head {

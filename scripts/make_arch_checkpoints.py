@@ -36,10 +36,21 @@ ARCHS = {
     "roberta": (tf.RobertaConfig, {"type_vocab_size": 1, "pad_token_id": 1}, "Roberta"),
     "camembert": (tf.CamembertConfig, {"type_vocab_size": 1, "pad_token_id": 1}, "Camembert"),
     "mpnet": (tf.MPNetConfig, {"pad_token_id": 1, "relative_attention_num_buckets": 32}, "MPNet"),
+    # rotary positions, gated FFNs: GTE (GeGLU, no gate/up biases), NomicBERT (SwiGLU, no biases,
+    # a non-default theta, two token types), Jina v3 (plain FFN, RoBERTa's head)
+    "gte": (tf.GteConfig, {"pad_token_id": 1}, "Gte"),
+    "nomic-bert": (tf.NomicBertConfig, {"pad_token_id": 0, "rope_parameters": {"rope_type": "default",
+                                                                           "rope_theta": 500.0}}, "NomicBert"),
+    "jina-v3": (tf.JinaEmbeddingsV3Config, {"pad_token_id": 1, "type_vocab_size": 1}, "JinaEmbeddingsV3"),
 }
 HEADS = {"base": "Model", "seqcls": "ForSequenceClassification", "tokcls": "ForTokenClassification",
          "qa": "ForQuestionAnswering", "mlm": "ForMaskedLM"}
 VOCAB = 211
+
+
+def heads_of(arch: str) -> list[str]:
+    """The heads transformers has for the architecture (GTE and NomicBERT have no QA model)."""
+    return [h for h in HEADS if hasattr(tf, ARCHS[arch][2] + HEADS[h])]
 
 
 def config_of(arch: str, shape: str, head: str):
@@ -57,7 +68,7 @@ def config_of(arch: str, shape: str, head: str):
 def perturb(model: torch.nn.Module, gen: torch.Generator) -> None:
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if "LayerNorm" in name or "layer_norm" in name:
+            if "layernorm" in name.lower() or "layer_norm" in name:  # post_attention_layernorm too
                 base = 1.0 if name.endswith("weight") else 0.0
                 p.copy_(base + 0.2 * torch.randn(p.shape, generator=gen))
             elif "relative_attention_bias" in name:
@@ -159,7 +170,7 @@ def main() -> None:
         if arch not in ARCHS:
             raise SystemExit(f"unknown architecture {arch!r} ({', '.join(ARCHS)})")
         for shape in SHAPES:
-            heads = HEADS if shape == "s" or not a.quick else ["base"]
+            heads = heads_of(arch) if shape == "s" or not a.quick else ["base"]
             for head in heads:
                 seed += 1
                 make(a.out, arch, shape, head, seed)

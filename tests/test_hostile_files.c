@@ -127,6 +127,74 @@ TEST(config_parse_accepts_every_golden_config) {
     }
 }
 
+/* Parses config.json text; returns the status, the message in msg. */
+static bert8_status parse_text(const char *text, b8_config *c, char *msg, size_t cap) {
+    b8_err e = {0};
+    bert8_status st = b8_config_parse(text, "config.json", c, &e);
+    snprintf(msg, cap, "%s", e.msg);
+    return st;
+}
+
+/* Rotary positions (GTE, NomicBERT, Jina v3): theta from rope_parameters, the legacy rope_theta
+ * or the config class's default; other rope types, a head_dim that is not the head size, an odd
+ * head size and a bad theta are errors naming the field. */
+TEST(rotary_config_fields_read_and_checked) {
+    static const struct {
+        const char *text;
+        bert8_status want;
+        float theta;
+        const char *n1, *n2;
+    } cases[] = {
+        {"{\"model_type\": \"gte\"}", BERT8_OK, 160000.0f, NULL, NULL},
+        {"{\"model_type\": \"nomic_bert\"}", BERT8_OK, 1000.0f, NULL, NULL},
+        {"{\"model_type\": \"jina_embeddings_v3\"}", BERT8_OK, 20000.0f, NULL, NULL},
+        {"{\"model_type\": \"gte\", \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 500}}",
+         BERT8_OK, 500.0f, NULL, NULL},
+        {"{\"model_type\": \"gte\", \"rope_theta\": 10000}", BERT8_OK, 10000.0f, NULL, NULL},
+        {"{\"model_type\": \"gte\", \"rope_theta\": 7, \"rope_parameters\": {\"rope_theta\": 9}}", BERT8_OK,
+         9.0f, NULL, NULL},
+        {"{\"model_type\": \"nomic_bert\", \"rope_scaling\": {\"type\": \"default\"}, \"rope_theta\": 3}",
+         BERT8_OK, 3.0f, NULL, NULL},
+        {"{\"model_type\": \"gte\", \"head_dim\": 64}", BERT8_OK, 160000.0f, NULL, NULL},
+        {"{\"model_type\": \"gte\", \"rope_parameters\": {\"rope_type\": \"yarn\", \"factor\": 2}}",
+         BERT8_ERR_UNSUPPORTED, 0, "rope_type", "yarn"},
+        {"{\"model_type\": \"nomic_bert\", \"rope_scaling\": {\"type\": \"dynamic\"}}", BERT8_ERR_UNSUPPORTED, 0,
+         "rope_scaling", "dynamic"},
+        {"{\"model_type\": \"gte\", \"rope_parameters\": 5}", BERT8_ERR_FORMAT, 0, "rope_parameters", "an object"},
+        {"{\"model_type\": \"gte\", \"rope_parameters\": {\"rope_theta\": \"big\"}}", BERT8_ERR_FORMAT, 0,
+         "rope_parameters.rope_theta", "a number"},
+        {"{\"model_type\": \"gte\", \"rope_theta\": -1}", BERT8_ERR_FORMAT, 0, "rope_theta", "positive"},
+        {"{\"model_type\": \"gte\", \"rope_theta\": 1e300}", BERT8_ERR_FORMAT, 0, "rope_theta", "finite"},
+        {"{\"model_type\": \"nomic_bert\", \"head_dim\": 32}", BERT8_ERR_UNSUPPORTED, 0, "head_dim", "32"},
+        {"{\"model_type\": \"gte\", \"hidden_size\": 30, \"num_attention_heads\": 2}", BERT8_ERR_SHAPE, 0,
+         "head size 15", "odd"},
+        {"{\"model_type\": \"bert\", \"hidden_act\": \"silu\"}", BERT8_ERR_UNSUPPORTED, 0, "silu", NULL},
+        {"{\"model_type\": \"jina_embeddings_v3\", \"hidden_act\": \"silu\"}", BERT8_ERR_UNSUPPORTED, 0, "silu",
+         NULL},
+        {"{\"model_type\": \"gte\", \"hidden_act\": \"swish\"}", BERT8_OK, 160000.0f, NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        b8_config c;
+        char msg[1024];
+        const bert8_status st = parse_text(cases[i].text, &c, msg, sizeof msg);
+        CHECKF(st == cases[i].want, "%s: %s (%s)", cases[i].text, bert8_status_string(st), msg);
+        if (st == BERT8_OK) {
+            CHECKF(c.rope_theta == cases[i].theta, "%s: theta %g", cases[i].text, (double)c.rope_theta);
+            b8_config_free(&c);
+        }
+        CHECKF(!cases[i].n1 || strstr(msg, cases[i].n1), "message \"%s\" lacks \"%s\"", msg, cases[i].n1);
+        CHECKF(!cases[i].n2 || strstr(msg, cases[i].n2), "message \"%s\" lacks \"%s\"", msg, cases[i].n2);
+    }
+    b8_config c;
+    char msg[1024];
+    CHECK(parse_text("{\"model_type\": \"nomic_bert\"}", &c, msg, sizeof msg) == BERT8_OK);
+    CHECK(c.act == B8_ACT_SILU && c.desc->ffn == B8_FFN_GLU && c.desc->pos == B8_POS_ROTARY);
+    b8_config_free(&c);
+    CHECK(parse_text("{\"model_type\": \"bert\"}", &c, msg, sizeof msg) == BERT8_OK);
+    CHECK(c.rope_theta == 0.0f && c.act == B8_ACT_GELU);
+    b8_config_free(&c);
+}
+
 /* A regression of the FIFO bug blocks in open(); the alarm fails the test instead. */
 TEST(fifo_checkpoint_files_are_refused_not_waited_on) {
     alarm(30);
@@ -262,6 +330,7 @@ int main(void) {
     RUN(wrong_typed_optional_config_keys_are_errors);
     RUN(out_of_range_numbers_are_printed_sanely);
     RUN(config_parse_accepts_every_golden_config);
+    RUN(rotary_config_fields_read_and_checked);
     RUN(fifo_checkpoint_files_are_refused_not_waited_on);
     RUN(tensor_count_and_header_value_limits_answer_too_large);
     RUN(small_checkpoint_truncated_while_loaded_does_not_fault);

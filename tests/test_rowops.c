@@ -1,7 +1,10 @@
-/* test_rowops.c: the AVX-512 and AVX2 row kernels (masked softmax, LayerNorm, attention) agree
- * bit for bit with their scalar twins, and the twins agree with plain libm maths. */
+/* test_rowops.c: the AVX-512 and AVX2 row kernels (masked softmax, LayerNorm, attention, rotary
+ * positions, the gated FFN's pass) agree bit for bit with their scalar twins, and the twins agree
+ * with plain libm maths. */
 #include "testutil.h"
 #include "base/cpu.h"
+#include "kernels/rowops/glu.h"
+#include "kernels/rowops/rotary.h"
 #include "kernels/rowops/rowops.h"
 #include "kernels/attention/attention.h"
 #include "kernels/quantize/quantize.h"
@@ -118,6 +121,92 @@ TEST(layernorm_twins_bit_exact_and_correct) {
         }
         free(x), free(y1), free(y2), free(g), free(b);
     }
+}
+
+/* Rotary positions: the table against double maths, the SIMD twins bit-exact to the scalar one,
+ * the scalar one against the rotate_half formula, for head sizes with and without a tail. */
+TEST(rotary_twins_bit_exact_and_correct) {
+    const int64_t ds[] = {2, 8, 16, 30, 32, 64, 128};
+    for (size_t di = 0; di < sizeof ds / sizeof *ds; di++) {
+        const int64_t d = ds[di], T = 37, heads = 3, ld = heads * d + 5, rows = 11, pos0 = T - rows;
+        const float theta = di % 2 ? 10000.0f : 160000.0f;
+        float *cs = malloc(sizeof(float) * T * d), *x = malloc(sizeof(float) * rows * ld);
+        float *y1 = malloc(sizeof(float) * rows * ld), *y2 = malloc(sizeof(float) * rows * ld);
+        b8_rotary_table(cs, T, d, theta);
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t i = 0; i < d / 2; i++) {
+                const double a = (double)t / pow((double)theta, (double)(2 * i) / (double)d);
+                CHECKF(fabs(cs[t * d + i] - cos(a)) < 2e-5 && fabs(cs[t * d + d / 2 + i] - sin(a)) < 2e-5,
+                       "table d=%lld t=%lld i=%lld", (long long)d, (long long)t, (long long)i);
+            }
+        for (int64_t i = 0; i < rows * ld; i++) x[i] = frand(3.0f);
+        memcpy(y1, x, sizeof(float) * rows * ld);
+        b8_rotary_rows__scalar(y1, ld, rows, heads, d, cs, pos0);
+        for (int64_t r = 0; r < rows; r++) {
+            const float *c = cs + (pos0 + r) * d;
+            for (int64_t h = 0; h < heads; h++)
+                for (int64_t j = 0; j < d; j++) {
+                    const int64_t o = r * ld + h * d, jj = j % (d / 2);
+                    const double rot = j < d / 2 ? -(double)x[o + j + d / 2] : (double)x[o + j - d / 2];
+                    const double want = x[o + j] * (double)c[jj] + rot * (double)c[d / 2 + jj];
+                    CHECKF(fabs(y1[o + j] - want) < 1e-5, "rotary d=%lld", (long long)d);
+                }
+            for (int64_t j = heads * d; j < ld; j++) CHECK(y1[r * ld + j] == x[r * ld + j]); /* untouched */
+        }
+        const struct {
+            b8_isa isa;
+            b8_rotary_fn fn;
+            const char *name;
+        } simd[] = {{B8_ISA_AVX512, b8_rotary_rows__avx512, "avx512"}, {B8_ISA_AVX2, b8_rotary_rows__avx2, "avx2"}};
+        for (size_t k = 0; k < 2; k++) {
+            if (!b8_cpu_allows(simd[k].isa)) continue;
+            memcpy(y2, x, sizeof(float) * rows * ld);
+            simd[k].fn(y2, ld, rows, heads, d, cs, pos0);
+            CHECKF(memcmp(y1, y2, sizeof(float) * rows * ld) == 0, "rotary %s d=%lld", simd[k].name, (long long)d);
+        }
+        free(cs), free(x), free(y1), free(y2);
+    }
+}
+
+/* The gated FFN's pass act(gate) * up: every activation, the SIMD twins bit-exact to the scalar
+ * one, the scalar one within the activations' accuracy of double maths. */
+TEST(glu_twins_bit_exact_and_correct) {
+    const b8_act acts[] = {B8_ACT_GELU, B8_ACT_GELU_TANH, B8_ACT_RELU, B8_ACT_SILU};
+    const int64_t Is[] = {1, 7, 16, 37, 64, 100};
+    for (size_t ai = 0; ai < sizeof acts / sizeof *acts; ai++)
+        for (size_t ii = 0; ii < sizeof Is / sizeof *Is; ii++) {
+            const int64_t I = Is[ii], rows = 5, ldx = 2 * I + 3, ldh = I + 2;
+            float *x = malloc(sizeof(float) * rows * ldx), *h1 = calloc((size_t)(rows * ldh), sizeof(float));
+            float *h2 = calloc((size_t)(rows * ldh), sizeof(float));
+            for (int64_t i = 0; i < rows * ldx; i++) x[i] = frand(6.0f);
+            b8_glu_rows__scalar(x, ldx, rows, I, acts[ai], h1, ldh);
+            for (int64_t r = 0; r < rows; r++)
+                for (int64_t i = 0; i < I; i++) {
+                    const double g = x[r * ldx + i], u = x[r * ldx + I + i];
+                    double a = g;
+                    switch (acts[ai]) {
+                    case B8_ACT_GELU: a = 0.5 * g * (1.0 + erf(g / sqrt(2.0))); break;
+                    case B8_ACT_GELU_TANH: a = 0.5 * g * (1.0 + tanh(sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g))); break;
+                    case B8_ACT_RELU: a = g > 0 ? g : 0; break;
+                    default: a = g / (1.0 + exp(-g)); break;
+                    }
+                    CHECKF(fabs(h1[r * ldh + i] - a * u) < 1e-5 * (1.0 + fabs(a * u)), "glu act %d I=%lld", (int)acts[ai],
+                           (long long)I);
+                }
+            const struct {
+                b8_isa isa;
+                b8_glu_fn fn;
+                const char *name;
+            } simd[] = {{B8_ISA_AVX512_VNNI, b8_glu_rows__avx512, "avx512"}, {B8_ISA_AVX2, b8_glu_rows__avx2, "avx2"}};
+            for (size_t k = 0; k < 2; k++) {
+                if (!b8_cpu_allows(simd[k].isa)) continue;
+                memset(h2, 0, sizeof(float) * rows * ldh);
+                simd[k].fn(x, ldx, rows, I, acts[ai], h2, ldh);
+                CHECKF(memcmp(h1, h2, sizeof(float) * rows * ldh) == 0, "glu %s act %d I=%lld", simd[k].name,
+                       (int)acts[ai], (long long)I);
+            }
+            free(x), free(h1), free(h2);
+        }
 }
 
 TEST(attention_twins_bit_exact_and_correct) {
@@ -315,6 +404,8 @@ int main(void) {
     RUN(softmax_simd_twins_match_scalar_bit_exact);
     RUN(softmax_scalar_matches_reference_maths);
     RUN(layernorm_twins_bit_exact_and_correct);
+    RUN(rotary_twins_bit_exact_and_correct);
+    RUN(glu_twins_bit_exact_and_correct);
     RUN(attention_twins_bit_exact_and_correct);
     RUN(int8_attention_twins_bit_exact_and_close_to_fp32);
     RUN(int8_attention_with_every_key_masked);

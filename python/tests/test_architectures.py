@@ -40,7 +40,7 @@ def _names() -> list[str]:
     names = []
     for arch in g.ARCHS:
         for shape in g.SHAPES:
-            for head in g.HEADS:
+            for head in g.heads_of(arch):
                 names.append(f"{arch}_{shape}_{head}")
     return names
 
@@ -142,3 +142,32 @@ def test_fill_mask_matches_transformers(checkpoints, arch):
             assert [p["token_str"] for p in gm] == [p["token_str"] for p in wm]
             assert [p["sequence"] for p in gm] == [p["sequence"] for p in wm]
             np.testing.assert_allclose([p["score"] for p in gm], [p["score"] for p in wm], atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("name,tensor,change,words", [
+    ("gte_s_base", "encoder.layer.1.mlp.up_gate_proj.weight", "drop", ["up_gate_proj.weight", "missing"]),
+    ("gte_s_base", "encoder.layer.0.attention.qkv_proj.weight", "shape", ["qkv_proj.weight", "[95,32]", "[96,32]"]),
+    ("nomic-bert_s_base", "encoder.layers.0.mlp.fc11.weight", "drop", ["fc11.weight", "missing"]),
+    ("jina-v3_s_base", "encoder.layers.1.mixer.Wqkv.bias", "drop", ["Wqkv.bias", "missing"]),
+    ("jina-v3_s_base", "emb_ln.weight", "drop", ["emb_ln.weight", "missing"]),
+])
+def test_damaged_rotary_checkpoint_names_the_tensor(checkpoints, tmp_path, name, tensor, change, words):
+    """A fused tensor missing or of the wrong shape (gate/up, Q/K/V) is an error naming it."""
+    from safetensors.numpy import load_file, save_file  # noqa: PLC0415
+
+    src = checkpoints / name
+    d = tmp_path / name
+    d.mkdir()
+    for f in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        (d / f).write_bytes((src / f).read_bytes())
+    tensors = load_file(str(src / "model.safetensors"))
+    assert tensor in tensors
+    if change == "drop":
+        del tensors[tensor]
+    else:
+        tensors[tensor] = tensors[tensor][:-1].copy()
+    save_file(tensors, str(d / "model.safetensors"), metadata={"format": "pt"})
+    with pytest.raises(bert8.Error) as ei:
+        bert8.Model(d)
+    for w in words:
+        assert w in str(ei.value), f"{ei.value!r} lacks {w!r}"

@@ -10,6 +10,7 @@ typedef enum b8_act {
     B8_ACT_GELU_TANH, /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): "gelu_new" */
     B8_ACT_RELU,      /* "relu" */
     B8_ACT_TANH,      /* the BERT pooler, the XLM-R classification head */
+    B8_ACT_SILU,      /* x / (1 + exp(-x)): "silu", "swish" (gated FFNs only: the GLU pass) */
     B8_ACT_COUNT
 } b8_act;
 

@@ -329,7 +329,7 @@ static bert8_status prepare_forms(search *S, const b8_calib *cs, bert8_budget_un
             const float *w, *b;
             bool owned;
             int64_t n, k;
-            b8_group_dims(d->group, m->cfg.hidden_size, m->cfg.intermediate_size, &n, &k);
+            b8_group_dims(m->cfg.desc, d->group, m->cfg.hidden_size, m->cfg.intermediate_size, &n, &k);
             if ((st = b8_layer_group_fp32(m, l, d->group, &w, &b, &owned, S->e))) break;
             const b8_site_stats *ss = b8_calib_site(cs, l, b8_group_table[d->group].site);
             bert8_unit_mode lad[3];

@@ -16,7 +16,7 @@ bert8_status b8_calib_init(b8_calib *c, const bert8_model *m, bool samples, bool
     for (int64_t l = 0; l < c->layers; l++)
         for (int g = 0; g < B8_GROUP_COUNT; g++) {
             int64_t n, k;
-            b8_group_dims((b8_group)g, m->cfg.hidden_size, m->cfg.intermediate_size, &n, &k);
+            b8_group_dims(m->cfg.desc, (b8_group)g, m->cfg.hidden_size, m->cfg.intermediate_size, &n, &k);
             b8_site_stats *ss = b8_calib_site(c, l, b8_group_table[g].site);
             ss->k = k;
             ss->amax = calloc((size_t)k, sizeof(float));

@@ -162,7 +162,7 @@ static bool keep_fp32(const char *patterns, const char *name) {
 
 bool b8_group_kept(const bert8_model *m, int64_t l, b8_group g, const char *patterns) {
     const b8_group_desc *d = &b8_group_table[g];
-    for (int i = 0; i < d->n_parts; i++) {
+    for (int i = 0; i < b8_group_nparts(m->cfg.desc, g); i++) {
         char base[256], wname[300];
         b8_model_part_name(m, l, d->parts[i], base, sizeof base);
         snprintf(wname, sizeof wname, "%s.weight", base);
@@ -332,7 +332,7 @@ bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, s
             const float *w, *b;
             bool owned;
             int64_t n, k;
-            b8_group_dims((b8_group)g, m->cfg.hidden_size, m->cfg.intermediate_size, &n, &k);
+            b8_group_dims(m->cfg.desc, (b8_group)g, m->cfg.hidden_size, m->cfg.intermediate_size, &n, &k);
             if ((st = b8_layer_group_fp32(m, l, (b8_group)g, &w, &b, &owned, &e))) goto done;
             const b8_site_stats *ss = b8_calib_site(&cs, l, b8_group_table[g].site);
             st = b8_quantize_group(w, b, n, k, ss, &p, mode, b8_group_zero_ok((b8_group)g), &m->layers[l].q[g], &e);

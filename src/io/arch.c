@@ -10,6 +10,14 @@
     {"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",                \
      "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm"}
 
+/* JinaEmbeddingsV3's layer (GTE, NomicBERT) as save_pretrained writes it: Q, K and V fused into one
+ * tensor (parts[] name the pieces in INT8 folders), the output projection, the two LayerNorms,
+ * the FFN's first Linear (a gated FFN's gate), its last, and a gated FFN's up projection. */
+#define ROTARY_PARTS(attn, out, ln1, ffn_in, ffn_out, ln2, up)                                                     \
+    {[B8_PART_Q] = attn ".q_proj", [B8_PART_K] = attn ".k_proj", [B8_PART_V] = attn ".v_proj",                     \
+     [B8_PART_ATTN_OUT] = out, [B8_PART_LN1] = ln1, [B8_PART_FFN_IN] = ffn_in, [B8_PART_FFN_OUT] = ffn_out,         \
+     [B8_PART_LN2] = ln2, [B8_PART_FFN_UP] = up}
+
 /* BertConfig's sizes; RoBERTa-style rows change the vocabulary, padding and positions. */
 #define BERT_KEYS "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act"
 
@@ -64,6 +72,33 @@ const b8_arch_desc b8_arch_table[] = {
      .pooler = true, .cls = B8_CLS_DENSE_TANH,
      .mlm_dense = "lm_head.dense", .mlm_norm = "lm_head.layer_norm", .mlm_decoder = "lm_head.decoder",
      .mlm_bias = "lm_head.bias", .mlm_gelu = true},
+    /* The JinaEmbeddingsV3 layer family: post-norm, rotary positions, no position table, fused QKV
+     * (tensor names as transformers' save_pretrained writes them, its conversion_mapping.py). */
+    {.arch = BERT8_ARCH_GTE, .name = "gte", .model_type = "gte", BERT_KEYS,
+     .vocab = 250048, .hidden = 768, .layers = 12, .heads = 12, .inter = 3072, .max_pos = 8192, .type_vocab = 1,
+     .pad = 1, .eps = 1e-12, .rope_theta = 160000.0, .ffn = B8_FFN_GLU, .no_bias = {[B8_GROUP_FFN_IN] = true},
+     .prefix = "gte.", .layer_prefix = "encoder.layer",
+     .parts = ROTARY_PARTS("attention", "attention.o_proj", "attn_ln", "mlp.gate_proj", "mlp.down_proj", "mlp_ln",
+                           "mlp.up_proj"),
+     .fused = {[B8_GROUP_QKV] = "attention.qkv_proj", [B8_GROUP_FFN_IN] = "mlp.up_gate_proj"}, .fused_up_first = true,
+     .token_types = true, .pos = B8_POS_ROTARY, .pooler = true, .cls = B8_CLS_POOLER},
+    {.arch = BERT8_ARCH_NOMIC_BERT, .name = "nomic_bert", .model_type = "nomic_bert", BERT_KEYS,
+     .default_act = "silu",
+     .vocab = 30528, .hidden = 768, .layers = 12, .heads = 12, .inter = 3072, .max_pos = 2048, .type_vocab = 2,
+     .pad = 0, .eps = 1e-12, .rope_theta = 1000.0, .ffn = B8_FFN_GLU,
+     .no_bias = {[B8_GROUP_QKV] = true, [B8_GROUP_ATTN_OUT] = true, [B8_GROUP_FFN_IN] = true,
+                 [B8_GROUP_FFN_OUT] = true},
+     .prefix = "nomic_bert.", .layer_prefix = "encoder.layers",
+     .parts = ROTARY_PARTS("attn", "attn.out_proj", "norm1", "mlp.fc12", "mlp.fc2", "norm2", "mlp.fc11"),
+     .fused = {[B8_GROUP_QKV] = "attn.Wqkv"}, .emb_ln = "emb_ln",
+     .token_types = true, .pos = B8_POS_ROTARY, .pooler = true, .cls = B8_CLS_POOLER},
+    {.arch = BERT8_ARCH_JINA_V3, .name = "jina_embeddings_v3", .model_type = "jina_embeddings_v3", BERT_KEYS,
+     .vocab = 250002, .hidden = 1024, .layers = 24, .heads = 16, .inter = 4096, .max_pos = 8194, .type_vocab = 1,
+     .pad = 1, .eps = 1e-5, .rope_theta = 20000.0, .ffn = B8_FFN_PLAIN,
+     .prefix = "roberta.", .layer_prefix = "encoder.layers",
+     .parts = ROTARY_PARTS("mixer", "mixer.out_proj", "norm1", "mlp.fc1", "mlp.fc2", "norm2", NULL),
+     .fused = {[B8_GROUP_QKV] = "mixer.Wqkv"}, .emb_ln = "emb_ln",
+     .token_types = true, .pos = B8_POS_ROTARY, .pooler = true, .cls = B8_CLS_DENSE_TANH},
 };
 const int b8_arch_count = (int)(sizeof b8_arch_table / sizeof *b8_arch_table);
 

@@ -4,8 +4,9 @@
  * the sequence-classification head. The config parser, the loader, the forward pass and the
  * pipelines read these traits; none of them tests an architecture by name.
  *
- * Adding an architecture of the same layer shape (post-LN, Q/K/V + output + two-Linear FFN)
- * is one row here; docs/architecture.md walks through MPNet as the worked example. */
+ * Adding an architecture of the same layer shape (post-LN, Q/K/V + output + a two-Linear or
+ * gated FFN, absolute, relative or rotary positions) is one row here; docs/architecture.md
+ * walks through MPNet as the worked example. */
 #ifndef BERT8_ARCH_H
 #define BERT8_ARCH_H
 
@@ -15,9 +16,18 @@
 /* How position ids are made. */
 typedef enum b8_pos_ids {
     B8_POS_ABSOLUTE, /* 0, 1, 2, ... in each sequence (BERT, DistilBERT) */
-    B8_POS_FROM_PAD  /* RoBERTa's: pad_token_id + 1 + the count of non-pad tokens so far, pad_token_id
+    B8_POS_FROM_PAD, /* RoBERTa's: pad_token_id + 1 + the count of non-pad tokens so far, pad_token_id
                         for pad tokens; max_position_embeddings - pad_token_id - 1 usable positions */
+    B8_POS_ROTARY    /* no position table: Q and K of every layer are rotated by position 0, 1, 2, ...
+                        of each sequence (Llama's rotate_half form, inv_freq = theta^(-2i/d)) */
 } b8_pos_ids;
+
+/* The FFN's form. */
+typedef enum b8_ffn_kind {
+    B8_FFN_PLAIN, /* act(x W1 + b1) W2 + b2 */
+    B8_FFN_GLU    /* (act(x Wgate) * (x Wup)) Wdown: FFN-in is the stacked [2I][H] product of gate and
+                     up (B8_PART_FFN_IN, B8_PART_FFN_UP) */
+} b8_ffn_kind;
 
 /* The sequence-classification head on the last hidden state. */
 typedef enum b8_cls_head {
@@ -33,14 +43,27 @@ typedef struct b8_arch_desc {
     const char *model_type;     /* config.json "model_type" */
     /* config.json: the field names of the sizes and their defaults (transformers' config class) */
     const char *key_hidden, *key_layers, *key_heads, *key_inter, *key_act;
+    const char *default_act;    /* hidden_act's default, NULL for "gelu" */
     int64_t vocab, hidden, layers, heads, inter, max_pos, type_vocab, pad;
     double eps;                 /* layer_norm_eps default */
     bool eps_fixed;             /* the model ignores config.json's layer_norm_eps (DistilBERT) */
     bool abs_pos_type;          /* config.json may name "position_embedding_type" (only "absolute") */
+    double rope_theta;          /* B8_POS_ROTARY: theta when config.json gives none (rope_parameters
+                                   ["rope_theta"], or the legacy top-level "rope_theta") */
+    b8_ffn_kind ffn;
+    bool no_bias[B8_GROUP_COUNT];            /* per Linear group (b8_group): the checkpoint has no bias; the
+                                   loader uses zeros */
     /* tensors */
     const char *prefix;         /* the base model's prefix in a task checkpoint, e.g. "bert." */
     const char *layer_prefix;   /* "encoder.layer" */
-    const char *parts[B8_PART_COUNT];
+    const char *parts[B8_PART_COUNT]; /* B8_PART_FFN_UP: only for B8_FFN_GLU */
+    /* Groups the checkpoint stores as one fused tensor per layer ([sum of the parts' N][K], under
+     * layer_prefix.i.fused[g]), or NULL. The loader splits it into the group's parts by rows: in
+     * part order, except that fused_up_first puts a gated FFN's up rows before the gate's.
+     * parts[] then name the pieces only in bert8's INT8 folders (which store them apart). */
+    const char *fused[B8_GROUP_COUNT];
+    bool fused_up_first;
+    const char *emb_ln;         /* the embedding LayerNorm, NULL for "embeddings.LayerNorm" */
     bool token_types;           /* has embeddings.token_type_embeddings (and token_type_ids) */
     b8_pos_ids pos;
     const char *rel_bias;       /* relative-position bias shared by all layers, [buckets][heads]

@@ -147,6 +147,46 @@ static bert8_status parse_labels(const cJSON *root, b8_config *cfg, const char *
     return BERT8_OK;
 }
 
+/* Rotary positions as transformers' RotaryEmbeddingConfigMixin reads them: "rope_parameters" (or
+ * the legacy "rope_scaling") with "rope_type" (or "type", default "default") and "rope_theta",
+ * else a top-level "rope_theta", else the config class's default theta. Only the default rope
+ * type is implemented; the rotated head size (head_dim, if given) must be the whole head. */
+static bert8_status parse_rotary(const cJSON *root, const b8_arch_desc *d, b8_config *cfg, const char *path,
+                                 b8_err *e) {
+    const char *key = field(root, "rope_parameters") ? "rope_parameters" : "rope_scaling";
+    const cJSON *rp = field(root, key);
+    if (rp && !cJSON_IsObject(rp)) return wrong_type(path, key, "an object", rp, e);
+    char type[32] = "default";
+    bert8_status st;
+    if (rp && (st = get_str(rp, field(rp, "rope_type") ? "rope_type" : "type", type, sizeof type, path, e)))
+        return st;
+    if (strcmp(type, "default") != 0)
+        return b8_fail(e, BERT8_ERR_UNSUPPORTED, "%s: field \"%s\": rope_type \"%s\" is not supported (only \"default\")",
+                       path, key, type);
+    double theta = d->rope_theta;
+    const cJSON *tv = rp ? field(rp, "rope_theta") : NULL;
+    const char *tkey = tv ? "rope_parameters.rope_theta" : "rope_theta";
+    if (!tv) tv = field(root, "rope_theta");
+    if (tv && !cJSON_IsNumber(tv)) return wrong_type(path, tkey, "a number", tv, e);
+    if (tv) theta = tv->valuedouble;
+    /* inv_freq = 1 / theta^(2i/d) in float: theta must be a finite float above 0 */
+    if (!(theta > 0 && theta <= (double)FLT_MAX))
+        return b8_fail(e, BERT8_ERR_FORMAT, "%s: field \"%s\" = %.15g is not a finite positive number", path, tkey,
+                       theta);
+    cfg->rope_theta = (float)theta;
+    const int64_t d_head = cfg->hidden_size / cfg->num_heads;
+    int64_t hd = d_head;
+    if ((st = get_int(root, "head_dim", 1, 1 << 20, &hd, path, e))) return st;
+    if (hd != d_head)
+        return b8_fail(e, BERT8_ERR_UNSUPPORTED,
+                       "%s: field \"head_dim\" = %lld is not hidden_size / num_attention_heads = %lld (not supported)",
+                       path, (long long)hd, (long long)d_head);
+    if (d_head % 2)
+        return b8_fail(e, BERT8_ERR_SHAPE, "%s: head size %lld is odd: rotary positions rotate pairs of channels", path,
+                       (long long)d_head);
+    return BERT8_OK;
+}
+
 bert8_status b8_config_parse(const char *text, const char *path, b8_config *cfg, b8_err *e) {
     memset(cfg, 0, sizeof *cfg);
     cJSON *root = cJSON_Parse(text);
@@ -174,7 +214,6 @@ bert8_status b8_config_parse(const char *text, const char *path, b8_config *cfg,
         strcpy(cfg->architecture, a0);
     }
     const int64_t big = (int64_t)1 << 31;
-    strcpy(cfg->act_name, "gelu");
     const b8_arch_desc *d = b8_arch_by_model_type(cfg->model_type);
     if (!d) {
         char list[256];
@@ -183,6 +222,7 @@ bert8_status b8_config_parse(const char *text, const char *path, b8_config *cfg,
                      list);
         goto done;
     }
+    strcpy(cfg->act_name, d->default_act ? d->default_act : "gelu");
     cfg->desc = d;
     cfg->arch = d->arch;
     cfg->vocab_size = d->vocab;
@@ -250,9 +290,11 @@ bert8_status b8_config_parse(const char *text, const char *path, b8_config *cfg,
     else if (!strcmp(cfg->act_name, "gelu_new") || !strcmp(cfg->act_name, "gelu_pytorch_tanh"))
         cfg->act = B8_ACT_GELU_TANH;
     else if (!strcmp(cfg->act_name, "relu")) cfg->act = B8_ACT_RELU;
+    else if (d->ffn == B8_FFN_GLU && (!strcmp(cfg->act_name, "silu") || !strcmp(cfg->act_name, "swish")))
+        cfg->act = B8_ACT_SILU;
     else {
-        st = b8_fail(e, BERT8_ERR_UNSUPPORTED, "%s: activation \"%s\" is not supported (gelu, gelu_new, relu)",
-                     path, cfg->act_name);
+        st = b8_fail(e, BERT8_ERR_UNSUPPORTED, "%s: activation \"%s\" is not supported (gelu, gelu_new, relu%s)",
+                     path, cfg->act_name, d->ffn == B8_FFN_GLU ? ", silu" : "");
         goto done;
     }
     if (cfg->hidden_size % cfg->num_heads != 0) {
@@ -260,6 +302,7 @@ bert8_status b8_config_parse(const char *text, const char *path, b8_config *cfg,
                      (long long)cfg->hidden_size, (long long)cfg->num_heads);
         goto done;
     }
+    if (d->pos == B8_POS_ROTARY && (st = parse_rotary(root, d, cfg, path, e))) goto done;
     if ((st = parse_labels(root, cfg, path, e))) goto done;
     const cJSON *pt = field(root, "problem_type");
     cfg->regression = (pt && cJSON_IsString(pt) && !strcmp(pt->valuestring, "regression")) ||

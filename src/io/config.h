@@ -25,7 +25,8 @@ typedef struct b8_config {
     int64_t pad_token_id;
     int64_t rel_buckets;      /* relative-position buckets (desc->rel_bias), else 0 */
     float layer_norm_eps;
-    b8_act act;               /* hidden_act: GELU, GELU_TANH or RELU */
+    float rope_theta;         /* rotary positions (desc->pos == B8_POS_ROTARY), else 0 */
+    b8_act act;               /* hidden_act: GELU, GELU_TANH, RELU (or SILU in a gated FFN) */
     char act_name[16];
     int64_t num_labels;
     char **labels;            /* [num_labels] id2label names, owned */

@@ -19,11 +19,12 @@ typedef enum b8_part {
     B8_PART_FFN_IN,
     B8_PART_FFN_OUT,
     B8_PART_LN2, /* after the FFN (DistilBERT: output_layer_norm) */
+    B8_PART_FFN_UP, /* a gated FFN's up projection (B8_PART_FFN_IN is then its gate) */
     B8_PART_COUNT
 } b8_part;
 
 /* Linear groups: the matrix products of one layer. Q, K and V share their input and run as
- * one [3H][H] product. */
+ * one [3H][H] product; so do a gated FFN's gate and up ([2I][H]). */
 typedef enum b8_group {
     B8_GROUP_QKV,
     B8_GROUP_ATTN_OUT,
@@ -38,7 +39,7 @@ typedef enum b8_site {
     B8_SITE_QKV_IN,      /* the LayerNorm output entering Q, K, V */
     B8_SITE_ATTN_OUT_IN, /* the attention context */
     B8_SITE_FFN_IN_IN,   /* the LayerNorm output entering the FFN */
-    B8_SITE_FFN_OUT_IN,  /* the FFN activation (after GELU) */
+    B8_SITE_FFN_OUT_IN,  /* the FFN activation (after GELU; gated: act(gate) * up) */
     B8_SITE_Q,           /* attention operands, per layer: Q (scaled), K, V [tokens][H] */
     B8_SITE_K,
     B8_SITE_V,
@@ -48,8 +49,9 @@ typedef enum b8_site {
 
 typedef struct b8_group_desc {
     const char *key;   /* its name in quantization_config.json ("qkv", "attention_output", ...) */
-    int n_parts;       /* checkpoint Linears stacked into the product (N = n_parts x part N) */
+    int n_parts;       /* checkpoint Linears stacked into the product (N = n_parts x part N) at most */
     b8_part parts[3];
+    bool gated;        /* the last part exists only in a gated FFN (b8_group_nparts) */
     bool part_n_inter; /* a part's N is the intermediate size (else the hidden size) */
     bool k_inter;      /* K is the intermediate size (else the hidden size) */
     b8_site site;      /* where its input is observed */
@@ -62,14 +64,23 @@ extern const b8_group_desc b8_group_table[B8_GROUP_COUNT];
  * attention-output (fed by the INT8 attention) stay symmetric. */
 static inline bool b8_group_zero_ok(b8_group g) { return g == B8_GROUP_FFN_OUT; }
 
-/* N and K of a group's product for hidden size H and intermediate size I. */
-void b8_group_dims(b8_group g, int64_t H, int64_t I, int64_t *n, int64_t *k);
+struct b8_arch_desc;
+
+/* How many checkpoint Linears group g stacks in architecture a (FFN-in: 2 when gated). */
+int b8_group_nparts(const struct b8_arch_desc *a, b8_group g);
+
+/* N and K of a group's product in architecture a for hidden size H and intermediate size I. */
+void b8_group_dims(const struct b8_arch_desc *a, b8_group g, int64_t H, int64_t I, int64_t *n, int64_t *k);
 
 /* Writes the transformers name of a layer part without ".weight"/".bias", e.g.
  * "bert.encoder.layer.3.attention.self.query"; prefix ("bert.", "roberta.", "distilbert." or
  * "") is prepended as given. */
 void b8_part_name(bert8_arch arch, const char *prefix, int64_t layer, b8_part part, char *out,
                   size_t cap);
+
+/* Writes the name of layer `layer`'s fused tensor of group g (b8_arch_desc.fused), without
+ * ".weight"/".bias"; false (and "") when the architecture stores that group unfused. */
+bool b8_fused_name(bert8_arch arch, const char *prefix, int64_t layer, b8_group g, char *out, size_t cap);
 
 /* The tensor suffixes of an INT8 Linear in a bert8 INT8 folder (beside "<base>.weight" I8 and
  * "<base>.bias" F32). */

@@ -1,5 +1,7 @@
 /* forward.c: the forward pass (embeddings, post-LN encoder layers, task heads) in FP32 and
- * INT8, with the same maths as transformers v4.31, on padded or packed batches.
+ * INT8, with the same maths as transformers, on padded or packed batches. The architecture's
+ * traits (io/arch.h) decide positions (absolute, relative bias, rotary), the FFN's form (plain
+ * or gated) and the heads.
  *
  * A call runs on token rows: a padded batch is B x T rows with a key mask, a packed batch is
  * the real tokens only (cumulative starts, no mask). Every Linear runs on all rows at once;
@@ -16,6 +18,8 @@
 #include "base/threads.h"
 #include "kernels/attention/attention.h"
 #include "kernels/quantize/quantize.h"
+#include "kernels/rowops/glu.h"
+#include "kernels/rowops/rotary.h"
 #include "kernels/rowops/rowops.h"
 
 /* Largest request one call accepts: keeps every buffer size far from overflow. */
@@ -38,7 +42,8 @@ bert8_status bert8_session_create(const bert8_model *model, bert8_session **out)
 void bert8_session_free(bert8_session *s) {
     if (!s) return;
     b8_buf *bufs[] = {&s->x,     &s->qkv,    &s->ctx,   &s->ffn,   &s->xq,     &s->hq, &s->qkvq,
-                      &s->rowscale, &s->rowscale2, &s->att, &s->gemm_ws, &s->relb, &s->mlm, &s->starts, &s->first,
+                      &s->rowscale, &s->rowscale2, &s->att, &s->gemm_ws, &s->relb, &s->mlm, &s->rope, &s->gate,
+                      &s->starts, &s->first,
                       &s->pooled, &s->tmp,   &s->logits, &s->start, &s->end};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) b8_buf_free(bufs[i]);
     free(s);
@@ -141,7 +146,7 @@ static bert8_status check_batch(const bert8_model *m, const input *bt, b8_err *e
         if (bt->attention_mask && bt->attention_mask[i] != 0 && bt->attention_mask[i] != 1)
             return b8_fail(e, BERT8_ERR_INVALID_ARG, "attention_mask[%lld][%lld] = %d is not 0 or 1",
                            (long long)(i / T), (long long)(i % T), bt->attention_mask[i]);
-        if (bt->token_type_ids && c->desc->token_types &&
+        if (bt->token_type_ids && c->desc->token_types && c->type_vocab_size > 0 &&
             (bt->token_type_ids[i] < 0 || bt->token_type_ids[i] >= c->type_vocab_size))
             return b8_fail(e, BERT8_ERR_INVALID_ARG, "token_type_ids[%lld][%lld] = %d is outside [0, %lld)",
                            (long long)(i / T), (long long)(i % T), bt->token_type_ids[i],
@@ -262,7 +267,7 @@ static bert8_status run_group(bert8_session *s, const b8_layer *ly, int64_t M, c
     const b8_qlinear *q = ly->q[c->g];
     if (!q) {
         int64_t n, k;
-        b8_group_dims(c->g, cfg->hidden_size, cfg->intermediate_size, &n, &k);
+        b8_group_dims(cfg->desc, c->g, cfg->hidden_size, cfg->intermediate_size, &n, &k);
         return b8_sgemm(ly->f32[c->g], c->x, k, M, c->out_f32, c->ldc, &s->err);
     }
     const bool dyn = q->mode == B8_QMODE_DYNAMIC;
@@ -276,7 +281,7 @@ static bert8_status run_group(bert8_session *s, const b8_layer *ly, int64_t M, c
     b8_qepilogue ep = {.a_scale = dyn ? c->rowscale : &q->a_scale,
                        .a_scale_per_row = dyn,
                        .bias = q->bias,
-                       .act = c->g == B8_GROUP_FFN_IN ? cfg->act : B8_ACT_NONE,
+                       .act = c->g == B8_GROUP_FFN_IN && cfg->desc->ffn != B8_FFN_GLU ? cfg->act : B8_ACT_NONE,
                        .residual = residual ? c->out_f32 : NULL,
                        .ld_res = residual ? c->ldc : 0,
                        .out_f32 = c->out_f32,
@@ -322,7 +327,7 @@ static void embed(bert8_session *s, const rows *r) {
                 if (id != pad) count++;
                 pos = id != pad ? count + pad : pad;
             }
-            const float *pe = m->pos_emb + pos * H;
+            const float *pe = m->pos_emb ? m->pos_emb + pos * H : NULL; /* rotary: no table */
             float *xr = x + i * H;
             if (m->word_emb_q) { /* int8 rows, dequantized on gather */
                 const int8_t *wq = m->word_emb_q + (int64_t)id * H;
@@ -331,12 +336,12 @@ static void embed(bert8_session *s, const rows *r) {
             } else {
                 memcpy(xr, m->word_emb + (int64_t)id * H, (size_t)H * sizeof(float));
             }
-            if (m->type_emb) {
-                int32_t tt = r->types ? r->types[i] : 0;
-                const float *te = m->type_emb + (int64_t)tt * H;
+            const float *te = m->type_emb ? m->type_emb + (int64_t)(r->types ? r->types[i] : 0) * H : NULL;
+            if (te && pe) {
                 for (int64_t h = 0; h < H; h++) xr[h] = (xr[h] + te[h]) + pe[h];
-            } else {
-                for (int64_t h = 0; h < H; h++) xr[h] = xr[h] + pe[h];
+            } else if (te || pe) {
+                const float *add = te ? te : pe;
+                for (int64_t h = 0; h < H; h++) xr[h] = xr[h] + add[h];
             }
         }
     }
@@ -359,6 +364,33 @@ static bert8_status rel_table(bert8_session *s, const rows *r) {
         for (int64_t h = 0; h < A; h++) t[h * W + o] = m->rel_bias[b * A + h];
     }
     return BERT8_OK;
+}
+
+/* Rotary positions: cos | sin of positions 0..T-1 (s->rope), computed when a call is longer
+ * than every earlier one. */
+static bert8_status rope_table(bert8_session *s, const rows *r) {
+    const b8_config *c = &s->model->cfg;
+    if (c->desc->pos != B8_POS_ROTARY || r->T <= s->rope_T) return BERT8_OK;
+    const int64_t d = c->hidden_size / c->num_heads;
+    bert8_status st = b8_buf_reserve(&s->rope, (size_t)(r->T * d), sizeof(float), &s->err);
+    if (st) return st;
+    b8_rotary_table(s->rope.p, r->T, d, c->rope_theta);
+    s->rope_T = r->T;
+    return BERT8_OK;
+}
+
+/* Rotates Q and K of every row of s->qkv in place by its position in its sequence. */
+static void rotate_qk(bert8_session *s, const rows *r) {
+    const b8_config *c = &s->model->cfg;
+    const int64_t H = c->hidden_size, A = c->num_heads, d = H / A;
+    const b8_rotary_fn rot = b8_rotary_rows_best();
+    float *qkv = s->qkv.p;
+    const float *cs = s->rope.p;
+#pragma omp parallel for schedule(dynamic, 1) if (r->M * 2 * H >= B8_PAR_MIN)
+    for (int64_t q = 0; q < r->nseq; q++) {
+        const int64_t r0 = r->start[q], len = r->start[q + 1] - r0;
+        rot(qkv + r0 * 3 * H, 3 * H, len, 2 * A, d, cs, 0);
+    }
 }
 
 /* Head h's bias for a sequence of len tokens: 2 len - 1 floats centred on offset 0, or NULL. */
@@ -435,11 +467,18 @@ static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *l
     if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_QKV_IN, x, M, H, H, r->mask);
     const b8_qlinear *qq = ly->q[B8_GROUP_QKV];
     const b8_qattn *qa = ly->att;
-    /* INT8 attention: the QKV product emits int8 Q, K, V */
-    gcall qc = {B8_GROUP_QKV, x, ln_ready(s, qq), s->xq.p, s->rowscale.p, qa ? NULL : qkv, 3 * H,
-                qa ? s->qkvq.p : NULL, qa ? qa->out_mul : NULL, 0.0f, NULL, NULL};
+    /* INT8 attention: the QKV product emits int8 Q, K, V, unless Q and K are rotated first (then
+     * the fp32 product is rotated and quantized with the same multipliers) */
+    const bool rot = c->desc->pos == B8_POS_ROTARY, emit = qa && !rot;
+    gcall qc = {B8_GROUP_QKV, x, ln_ready(s, qq), s->xq.p, s->rowscale.p, emit ? NULL : qkv, 3 * H,
+                emit ? s->qkvq.p : NULL, emit ? qa->out_mul : NULL, 0.0f, NULL, NULL};
     if ((st = run_group(s, ly, M, &qc, &t))) return st;
+    if (rot) rotate_qk(s, r);
     prof_mark(s, BERT8_OP_QKV, &t);
+    if (qa && rot) {
+        b8_quantize_static(qkv, 3 * H, M, 3 * H, qa->out_mul, 1.0f, 0.0f, s->qkvq.p, 3 * H);
+        prof_mark(s, BERT8_OP_QUANTIZE, &t);
+    }
     if (s->observe && !qa) {
         s->observe(s->observe_ctx, layer, B8_SITE_Q, qkv, M, H, 3 * H, r->mask);
         s->observe(s->observe_ctx, layer, B8_SITE_K, qkv + H, M, H, 3 * H, r->mask);
@@ -479,6 +518,42 @@ static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *l
     return BERT8_OK;
 }
 
+/* The residual FFN-out and the LayerNorm after it, on the FFN activation h [M][I] (hq: its int8
+ * form when FFN-in's product already made it, else NULL). */
+static bert8_status ffn_out(bert8_session *s, const rows *r, const b8_layer *ly, int64_t layer, const float *h,
+                            const int8_t *hq, double *t) {
+    const b8_config *c = &s->model->cfg;
+    const b8_qlinear *next = layer + 1 < c->num_layers ? ly[1].q[B8_GROUP_QKV] : NULL;
+    ln_job ln = {s, ly->w[B8_PART_LN2], ly->b[B8_PART_LN2], next};
+    gcall oc = {B8_GROUP_FFN_OUT, h, hq, s->hq.p, s->rowscale2.p, s->x.p, c->hidden_size, NULL, NULL, 0.0f,
+                ln_rows, &ln};
+    bert8_status st = run_group(s, ly, r->M, &oc, t);
+    if (st) return st;
+    prof_mark(s, BERT8_OP_FFN_OUT, t);
+    ln_after(s, ly, B8_GROUP_FFN_OUT, r->M, &ln, t);
+    return BERT8_OK;
+}
+
+/* A gated FFN: FFN-in's [M][2I] gate | up product in fp32 (FP32 or INT8), h = act(gate) * up
+ * (the GLU pass), then FFN-out on h (quantized by run_group when it runs INT8). */
+static bert8_status ffn_glu(bert8_session *s, const rows *r, const b8_layer *ly, int64_t layer, double *t) {
+    const b8_config *c = &s->model->cfg;
+    const int64_t I = c->intermediate_size, M = r->M;
+    float *gu = s->gate.p, *h = s->ffn.p;
+    const b8_qlinear *qi = ly->q[B8_GROUP_FFN_IN];
+    gcall ic = {B8_GROUP_FFN_IN, s->x.p, ln_ready(s, qi), s->xq.p, s->rowscale.p, gu, 2 * I, NULL, NULL, 0.0f,
+                NULL, NULL};
+    bert8_status st = run_group(s, ly, M, &ic, t);
+    if (st) return st;
+    const b8_glu_fn glu = b8_glu_rows_best();
+    const b8_act act = c->act;
+#pragma omp parallel for schedule(static) if (M * I >= B8_PAR_MIN)
+    for (int64_t i = 0; i < M; i += 16) glu(gu + i * 2 * I, 2 * I, M - i < 16 ? M - i : 16, I, act, h + i * I, I);
+    prof_mark(s, BERT8_OP_FFN_IN, t);
+    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_OUT_IN, h, M, I, I, r->mask);
+    return ffn_out(s, r, ly, layer, h, NULL, t);
+}
+
 static bert8_status ffn(bert8_session *s, const rows *r, const b8_layer *ly, int64_t layer) {
     const bert8_model *m = s->model;
     const b8_config *c = &m->cfg;
@@ -488,6 +563,7 @@ static bert8_status ffn(bert8_session *s, const rows *r, const b8_layer *ly, int
     double t = prof_start(s);
     if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_IN_IN, x, M, H, H, r->mask);
     const b8_qlinear *qi = ly->q[B8_GROUP_FFN_IN], *qo = ly->q[B8_GROUP_FFN_OUT];
+    if (c->desc->ffn == B8_FFN_GLU) return ffn_glu(s, r, ly, layer, &t);
     /* INT8 end to end: FFN-in -> GELU -> int8 -> FFN-out never leaves int8 (static FFN-out), or
      * FFN-in quantizes each of its fp32 output rows for a dynamic FFN-out as soon as it finished
      * them, instead of a pass of its own over the M x I floats */
@@ -500,14 +576,7 @@ static bert8_status ffn(bert8_session *s, const rows *r, const b8_layer *ly, int
     if ((st = run_group(s, ly, M, &ic, &t))) return st;
     prof_mark(s, BERT8_OP_FFN_IN, &t);
     if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_OUT_IN, h, M, I, I, r->mask);
-    const b8_qlinear *next = layer + 1 < c->num_layers ? ly[1].q[B8_GROUP_QKV] : NULL;
-    ln_job ln = {s, ly->w[B8_PART_LN2], ly->b[B8_PART_LN2], next};
-    gcall oc = {B8_GROUP_FFN_OUT, h, fused_h || dyn_h ? s->hq.p : NULL, s->hq.p, s->rowscale2.p, x, H, NULL, NULL, 0.0f,
-                ln_rows, &ln};
-    if ((st = run_group(s, ly, M, &oc, &t))) return st;
-    prof_mark(s, BERT8_OP_FFN_OUT, &t);
-    ln_after(s, ly, B8_GROUP_FFN_OUT, M, &ln, &t);
-    return BERT8_OK;
+    return ffn_out(s, r, ly, layer, h, fused_h || dyn_h ? s->hq.p : NULL, &t);
 }
 
 /* ---- heads --------------------------------------------------------------------------------- */
@@ -600,7 +669,8 @@ static bert8_status forward(bert8_session *s, const input *bt, bert8_outputs *ou
     if ((st = b8_buf_reserve(&s->x, (size_t)(M * H), sizeof(float), e)) ||
         (st = b8_buf_reserve(&s->qkv, (size_t)(M * 3 * H), sizeof(float), e)) ||
         (st = b8_buf_reserve(&s->ctx, (size_t)(M * H), sizeof(float), e)) ||
-        (st = b8_buf_reserve(&s->ffn, (size_t)M, (size_t)I * sizeof(float), e)))
+        (st = b8_buf_reserve(&s->ffn, (size_t)M, (size_t)I * sizeof(float), e)) ||
+        (c->desc->ffn == B8_FFN_GLU && (st = b8_buf_reserve(&s->gate, (size_t)M, (size_t)(2 * I) * sizeof(float), e))))
         return st;
     if (m->quantized &&
         ((st = b8_buf_reserve(&s->xq, (size_t)M, (size_t)H, e)) || (st = b8_buf_reserve(&s->hq, (size_t)M, (size_t)I, e)) ||
@@ -608,7 +678,7 @@ static bert8_status forward(bert8_session *s, const input *bt, bert8_outputs *ou
          (st = b8_buf_reserve(&s->rowscale, (size_t)M, sizeof(float), e)) ||
          (st = b8_buf_reserve(&s->rowscale2, (size_t)M, sizeof(float), e))))
         return st;
-    if ((st = rel_table(s, &r))) return st;
+    if ((st = rel_table(s, &r)) || (st = rope_table(s, &r))) return st;
     double t = prof_start(s);
     embed(s, &r);
     prof_mark(s, BERT8_OP_EMBED, &t);

@@ -57,6 +57,8 @@ static const b8_st_tensor *find_tensor(const bert8_model *m, const char *name, b
     return NULL;
 }
 
+static bool has(const bert8_model *m, const char *name) { return find_tensor(m, name, false) != NULL; }
+
 /* Returns the tensor as FP32 with exactly the given shape: in place when it is aligned F32,
  * else converted once into a buffer the model owns. */
 static bert8_status get_f32(loader *L, const char *name, bool with_prefix, int ndim,
@@ -107,6 +109,39 @@ static bert8_status get_views(loader *L, const char *base, bool with_prefix, int
     if ((st = get_f32(L, name, with_prefix, 2, ws, w))) return st;
     snprintf(name, sizeof name, "%s.bias", base);
     return get_f32(L, name, with_prefix, 1, bs, b);
+}
+
+/* A layer Linear's views; an architecture without that bias (b8_arch_desc.no_bias) gets zeros. */
+static bert8_status get_part_views(loader *L, const char *base, b8_group g, int64_t n, int64_t k, const float **w,
+                                   const float **b) {
+    if (!L->m->cfg.desc->no_bias[g]) return get_views(L, base, false, n, k, w, b);
+    char name[1024];
+    int64_t ws[2] = {n, k};
+    snprintf(name, sizeof name, "%s.weight", base);
+    bert8_status st = get_f32(L, name, false, 2, ws, w);
+    if (st) return st;
+    float *z = b8_malloc_aligned((size_t)n * sizeof(float));
+    if (!z) return b8_fail(L->e, BERT8_ERR_NOMEM, "out of memory");
+    memset(z, 0, (size_t)n * sizeof(float));
+    if ((st = keep_owned(L->m, z, L->e))) return st;
+    *b = z;
+    return BERT8_OK;
+}
+
+/* A group the checkpoint stores fused (b8_arch_desc.fused): one [np x pn][k] tensor under base,
+ * whose rows become the views of the group's parts. */
+static bert8_status get_fused_views(loader *L, const char *base, b8_group g, int np, int64_t pn, int64_t k,
+                                    b8_layer *ly) {
+    const b8_group_desc *d = &b8_group_table[g];
+    const float *w, *b;
+    bert8_status st = get_part_views(L, base, g, np * pn, k, &w, &b);
+    if (st) return st;
+    for (int i = 0; i < np; i++) {
+        const int64_t at = d->gated && L->m->cfg.desc->fused_up_first ? np - 1 - i : i;
+        ly->w[d->parts[i]] = w + at * pn * k;
+        ly->b[d->parts[i]] = b + at * pn;
+    }
+    return BERT8_OK;
 }
 
 /* A Linear outside the encoder (pooler, heads), packed with its epilogue. */
@@ -199,7 +234,10 @@ fail:
     return st;
 }
 
-static b8_act group_post(const b8_config *c, b8_group g) { return g == B8_GROUP_FFN_IN ? c->act : B8_ACT_NONE; }
+/* FFN-in's activation runs in its epilogue, except in a gated FFN (the GLU pass applies it). */
+static b8_act group_post(const b8_config *c, b8_group g) {
+    return g == B8_GROUP_FFN_IN && c->desc->ffn != B8_FFN_GLU ? c->act : B8_ACT_NONE;
+}
 
 /* Residual groups add into the hidden state (the matmul's accumulate). */
 static bool group_acc(b8_group g) { return g == B8_GROUP_ATTN_OUT || g == B8_GROUP_FFN_OUT; }
@@ -209,20 +247,21 @@ bert8_status b8_layer_group_fp32(const bert8_model *m, int64_t l, b8_group g, co
     const b8_layer *ly = &m->layers[l];
     const b8_group_desc *d = &b8_group_table[g];
     int64_t n, k;
-    b8_group_dims(g, m->cfg.hidden_size, m->cfg.intermediate_size, &n, &k);
+    b8_group_dims(m->cfg.desc, g, m->cfg.hidden_size, m->cfg.intermediate_size, &n, &k);
+    const int np = b8_group_nparts(m->cfg.desc, g);
     *owned = false;
-    for (int i = 0; i < d->n_parts; i++)
+    for (int i = 0; i < np; i++)
         if (!ly->w[d->parts[i]]) {
             char name[256];
             b8_model_part_name(m, l, d->parts[i], name, sizeof name);
             return b8_fail(e, BERT8_ERR_MISSING, "%s: \"%s\" has no FP32 weights (stored in INT8)", m->dir, name);
         }
-    if (d->n_parts == 1) {
+    if (np == 1) {
         *w = ly->w[d->parts[0]];
         *b = ly->b[d->parts[0]];
         return BERT8_OK;
     }
-    const int64_t pn = n / d->n_parts;
+    const int64_t pn = n / np;
     float *jw = b8_malloc_aligned((size_t)(n * k) * sizeof(float));
     float *jb = b8_malloc_aligned((size_t)n * sizeof(float));
     if (!jw || !jb) {
@@ -230,7 +269,7 @@ bert8_status b8_layer_group_fp32(const bert8_model *m, int64_t l, b8_group g, co
         b8_free_aligned(jb);
         return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
     }
-    for (int i = 0; i < d->n_parts; i++) {
+    for (int i = 0; i < np; i++) {
         memcpy(jw + i * pn * k, ly->w[d->parts[i]], (size_t)(pn * k) * sizeof(float));
         memcpy(jb + i * pn, ly->b[d->parts[i]], (size_t)pn * sizeof(float));
     }
@@ -252,11 +291,12 @@ static bert8_status load_group(loader *L, int64_t l, b8_group g) {
     const b8_group_desc *d = &b8_group_table[g];
     const b8_config *c = &m->cfg;
     int64_t n, k;
-    b8_group_dims(g, c->hidden_size, c->intermediate_size, &n, &k);
-    const int64_t pn = n / d->n_parts;
+    b8_group_dims(c->desc, g, c->hidden_size, c->intermediate_size, &n, &k);
+    const int np = b8_group_nparts(c->desc, g);
+    const int64_t pn = n / np;
     char names[3][256];
     int n_i8 = 0;
-    for (int i = 0; i < d->n_parts; i++) {
+    for (int i = 0; i < np; i++) {
         b8_model_part_name(m, l, d->parts[i], names[i], sizeof names[i]);
         n_i8 += is_i8(m, names[i]);
     }
@@ -266,8 +306,12 @@ static bert8_status load_group(loader *L, int64_t l, b8_group g) {
             return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: quantization_config.json says \"%s\" of layer %lld is %s, "
                            "but \"%s.weight\" is not I8", m->dir, d->key, (long long)l,
                            b8_qmode_name(config_mode(L, l, g)), names[0]);
-        for (int i = 0; i < d->n_parts; i++)
-            if ((st = get_views(L, names[i], false, pn, k, &ly->w[d->parts[i]], &ly->b[d->parts[i]]))) return st;
+        char fused[256], wname[300];
+        snprintf(wname, sizeof wname, "%s.weight", names[0]);
+        const bool fz = b8_fused_name(c->arch, m->prefix, l, g, fused, sizeof fused) && !has(m, wname);
+        if (fz && (st = get_fused_views(L, fused, g, np, pn, k, ly))) return st;
+        for (int i = 0; i < np && !fz; i++)
+            if ((st = get_part_views(L, names[i], g, pn, k, &ly->w[d->parts[i]], &ly->b[d->parts[i]]))) return st;
         const float *w, *b;
         bool owned;
         if ((st = b8_layer_group_fp32(m, l, g, &w, &b, &owned, L->e))) return st;
@@ -277,14 +321,15 @@ static bert8_status load_group(loader *L, int64_t l, b8_group g) {
             b8_free_aligned((void *)b);
         }
         /* packed: the mapped weights need not stay resident (they fault back in if read) */
-        for (int i = 0; i < d->n_parts; i++) {
+        for (int i = 0; i < (fz ? 1 : np); i++) {
             char name[1024];
-            snprintf(name, sizeof name, "%s.weight", names[i]);
-            b8_st_release(m->st, find_tensor(m, name, false));
+            snprintf(name, sizeof name, "%s.weight", fz ? fused : names[i]);
+            const b8_st_tensor *t = find_tensor(m, name, false);
+            if (t) b8_st_release(m->st, t);
         }
         return st ? b8_wrap(L->e, "%s: packing \"%s\"", m->dir, names[0]) : BERT8_OK;
     }
-    if (n_i8 != d->n_parts)
+    if (n_i8 != np)
         return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: %s: the Linears of one group must all be I8 or all float",
                        m->dir, names[0]);
     if (!m->quantized)
@@ -296,16 +341,16 @@ static bert8_status load_group(loader *L, int64_t l, b8_group g) {
                        "but \"%s.weight\" is I8", m->dir, d->key, (long long)l, names[0]);
     b8_qlinear *parts[3] = {NULL, NULL, NULL};
     st = BERT8_OK;
-    for (int i = 0; i < d->n_parts && !st; i++) st = load_qlinear(L, names[i], pn, k, mode, b8_group_zero_ok(g), &parts[i]);
-    if (!st && d->n_parts == 1) {
+    for (int i = 0; i < np && !st; i++) st = load_qlinear(L, names[i], pn, k, mode, b8_group_zero_ok(g), &parts[i]);
+    if (!st && np == 1) {
         ly->q[g] = parts[0];
         parts[0] = NULL;
     } else if (!st) {
         char what[300];
         snprintf(what, sizeof what, "%s: %s", m->dir, names[0]);
-        st = b8_qlinear_stack(parts, d->n_parts, what, &ly->q[g], L->e);
+        st = b8_qlinear_stack(parts, np, what, &ly->q[g], L->e);
     }
-    for (int i = 0; i < d->n_parts; i++) b8_qlinear_free(parts[i]);
+    for (int i = 0; i < np; i++) b8_qlinear_free(parts[i]);
     if (!st && L->qc.groups && l < L->qc.layers) ly->q[g]->alpha = L->qc.groups[l * B8_GROUP_COUNT + g].alpha;
     return st;
 }
@@ -436,7 +481,6 @@ static bool ends_with(const char *s, const char *suffix) {
     return a >= b && !strcmp(s + a - b, suffix);
 }
 
-static bool has(const bert8_model *m, const char *name) { return find_tensor(m, name, false) != NULL; }
 
 static bert8_status detect_prefix_and_head(loader *L) {
     bert8_model *m = L->m;
@@ -569,8 +613,14 @@ static void fill_info(bert8_model *m) {
     i->tensor_count = (int64_t)b8_st_count(m->st);
     i->weight_bytes = (int64_t)b8_st_data_bytes(m->st);
     const int64_t H = c->hidden_size, I = c->intermediate_size;
-    int64_t p = (c->vocab_size + c->max_position_embeddings + (m->type_emb ? c->type_vocab_size : 0) + 2) * H;
-    p += c->num_layers * (4 * (H * H + H) + 2 * H * I + I + H + 4 * H);
+    int64_t p = (c->vocab_size + (m->pos_emb ? c->max_position_embeddings : 0) +
+                 (m->type_emb ? c->type_vocab_size : 0) + 2) * H;
+    for (int g = 0; g < B8_GROUP_COUNT; g++) {
+        int64_t n, k;
+        b8_group_dims(c->desc, (b8_group)g, H, I, &n, &k);
+        p += c->num_layers * (n * k + (c->desc->no_bias[g] ? 0 : n));
+    }
+    p += c->num_layers * 4 * H; /* two LayerNorms */
     if (m->has_pooler) p += H * H + H;
     if (m->rel_bias) p += c->rel_buckets * c->num_heads;
     if (m->cls_dense.w) p += H * H + H;
@@ -701,8 +751,10 @@ bert8_status bert8_model_load(const char *dir, const bert8_load_params *params, 
     int64_t s_word[2] = {c->vocab_size, H}, s_pos[2] = {c->max_position_embeddings, H};
     int64_t s_type[2] = {c->type_vocab_size, H};
     if ((st = load_word_embeddings(&L, s_word)) ||
-        (st = get_f32(&L, "embeddings.position_embeddings.weight", true, 2, s_pos, &m->pos_emb)) ||
-        (st = get_ln(&L, "embeddings.LayerNorm", true, &m->emb_ln_g, &m->emb_ln_b)))
+        (c->desc->pos != B8_POS_ROTARY &&
+         (st = get_f32(&L, "embeddings.position_embeddings.weight", true, 2, s_pos, &m->pos_emb))) ||
+        (st = get_ln(&L, c->desc->emb_ln ? c->desc->emb_ln : "embeddings.LayerNorm", true, &m->emb_ln_g,
+                     &m->emb_ln_b)))
         goto fail;
     if (c->desc->token_types && c->type_vocab_size > 0 &&
         (st = get_f32(&L, "embeddings.token_type_embeddings.weight", true, 2, s_type, &m->type_emb)))

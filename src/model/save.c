@@ -118,7 +118,7 @@ bert8_status bert8_model_save(const bert8_model *m, const char *out_dir, char *e
     b8_atomic_dir *ad = NULL;
     const int64_t L = m->cfg.num_layers;
     char path[4096], from[4096];
-    char(*bases)[256] = calloc((size_t)(L * B8_PART_COUNT) + 2, sizeof *bases);
+    char(*bases)[256] = calloc((size_t)(L * (B8_PART_COUNT + B8_GROUP_COUNT)) + 2, sizeof *bases);
     size_t nb = 0;
     qc.groups = calloc((size_t)(L * B8_GROUP_COUNT) + 1, sizeof *qc.groups);
     if (!bases || !qc.groups) {
@@ -137,7 +137,8 @@ bert8_status bert8_model_save(const bert8_model *m, const char *out_dir, char *e
             qg->mode = q ? q->mode : B8_QMODE_FP32;
             qg->alpha = q ? q->alpha : -1.0f;
             if (!q) continue;
-            const int64_t pn = q->n / d->n_parts;
+            const int np = b8_group_nparts(m->cfg.desc, (b8_group)g);
+            const int64_t pn = q->n / np;
             int8_t *wq = b8_malloc_aligned((size_t)(q->n * q->k));
             void **nk = wq ? realloc(w.keep, (w.n_keep + 1) * sizeof *nk) : NULL;
             if (!nk) {
@@ -148,7 +149,7 @@ bert8_status bert8_model_save(const bert8_model *m, const char *out_dir, char *e
             w.keep = nk;
             w.keep[w.n_keep++] = wq;
             if ((st = b8_qlinear_weights(q, wq, &e))) goto done;
-            for (int i = 0; i < d->n_parts; i++) {
+            for (int i = 0; i < np; i++) {
                 b8_model_part_name(m, l, d->parts[i], bases[nb], sizeof bases[nb]);
                 wl_qlinear(&w, bases[nb], q, wq, i * pn, pn);
                 if (g == B8_GROUP_QKV && ly->att) {
@@ -161,6 +162,8 @@ bert8_status bert8_model_save(const bert8_model *m, const char *out_dir, char *e
                 }
                 nb++;
             }
+            /* the fused FP32 tensor the parts came from is not copied (step 2) */
+            if (b8_fused_name(m->cfg.arch, m->prefix, l, (b8_group)g, bases[nb], sizeof bases[nb])) nb++;
         }
     }
     /* int8 word embeddings: rows and their scales */

@@ -70,3 +70,9 @@ float b8_vm_gelu_tanh(float x) {
 }
 
 float b8_vm_relu(float x) { return vmax(x, 0.0f); }
+
+float b8_vm_silu(float x) {
+    float p, s;
+    exp_parts(-x, &p, &s);
+    return x / fmaf(p, s, 1.0f);
+}

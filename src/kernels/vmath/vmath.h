@@ -60,5 +60,7 @@ float b8_vm_erf(float x);
 float b8_vm_gelu(float x);
 float b8_vm_gelu_tanh(float x);
 float b8_vm_relu(float x);
+/* SiLU x / (1 + exp(-x)): exp's parts folded into one fused multiply-add, as in gelu_tanh. */
+float b8_vm_silu(float x);
 
 #endif

@@ -78,4 +78,10 @@ B8_V256_INLINE __m256 b8_v8_gelu_tanh(__m256 x) {
 
 B8_V256_INLINE __m256 b8_v8_relu(__m256 x) { return _mm256_max_ps(x, _mm256_setzero_ps()); }
 
+B8_V256_INLINE __m256 b8_v8_silu(__m256 x) {
+    __m256 p, s;
+    b8_v8_exp_parts(_mm256_sub_ps(_mm256_setzero_ps(), x), &p, &s);
+    return _mm256_div_ps(x, _mm256_fmadd_ps(p, s, _mm256_set1_ps(1.0f)));
+}
+
 #endif

@@ -71,4 +71,10 @@ B8_V512_INLINE __m512 b8_v16_gelu_tanh(__m512 x) {
 
 B8_V512_INLINE __m512 b8_v16_relu(__m512 x) { return _mm512_max_ps(x, _mm512_setzero_ps()); }
 
+B8_V512_INLINE __m512 b8_v16_silu(__m512 x) {
+    __m512 p, s;
+    b8_v16_exp_parts(_mm512_sub_ps(_mm512_setzero_ps(), x), &p, &s);
+    return _mm512_div_ps(x, _mm512_fmadd_ps(p, s, _mm512_set1_ps(1.0f)));
+}
+
 #endif
