@@ -141,7 +141,7 @@ static bert8_status fill_mask(const bert8_pipeline *p, int64_t n, const bert8_te
         goto done;
     }
     fm_ctx c = {&enc, mask_id, slot0, H, hidden};
-    if ((st = b8_pipe_rows(p, &enc, &rows, &nr, &cap, e)) || (st = b8_pipe_run(p, rows, nr, fm_row, &c, e))) goto done;
+    if ((st = b8_pipe_rows(p, &enc, 0, &rows, &nr, &cap, e)) || (st = b8_pipe_run(p, rows, nr, fm_row, &c, e))) goto done;
     if ((st = bert8_session_create(p->model, &s))) {
         b8_fail(e, st, "out of memory creating a session");
         goto done;

@@ -106,7 +106,7 @@ static bert8_status embed_sparse(const bert8_pipeline *p, int64_t n, const bert8
         nr = 0;
         sp_ctx c = {&enc, s, V, mi->hidden_size, logits, acc, per + i0};
         if ((st = b8_pipe_encode(p, nb, texts + i0, NULL, o, &enc, e)) ||
-            (st = b8_pipe_rows(p, &enc, &rows, &nr, &cap, e)))
+            (st = b8_pipe_rows(p, &enc, 0, &rows, &nr, &cap, e)))
             break;
         st = b8_pipe_run(p, rows, nr, sp_row, &c, e);
     }
