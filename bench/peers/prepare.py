@@ -452,6 +452,17 @@ def step_ct2(a, spec, kind):
     quant = None if kind == "fp32" else "int8"
     scales = None
     if kind == "int8-sq":
+        # the converter applies the scales through its model loader's smooth_activation, which only
+        # some loaders define; ask first, so that a loader without it fails before the calibration pass
+        import transformers as tf
+        from ctranslate2.converters import transformers as ct2t
+
+        cfg_name = type(tf.AutoConfig.from_pretrained(src)).__name__
+        loader = ct2t._MODEL_LOADERS.get(cfg_name)
+        if loader is not None and type(loader).smooth_activation is ct2t.ModelLoader.smooth_activation:
+            raise NotImplementedError(f"ctranslate2 {ctranslate2.__version__}: {type(loader).__name__} "
+                                      f"({cfg_name}) defines no smooth_activation: 'No activation smoothing "
+                                      f"logic is defined for this model' (the converter's own error)")
         scales = smoothquant_scales(a, spec)
         note += f"activation scales (per-channel abs max of the Linear inputs over the calibration set) {scales}; "
     conv = TransformersConverter(src, activation_scales=scales, low_cpu_mem_usage=False)

@@ -31,12 +31,13 @@ ROWS = [
     ("bert8-fp32@static-att8", "**bert8 FP32** (latency columns: `bench_latency`)", "fp32"),
     ("bert8-int8-static", "**bert8 INT8 static**", "int8"),
     ("bert8-int8-static-att8", "**bert8 INT8 static, INT8 attention**", "int8"),
+    ("bert8-int8-static-att8-passive", "**bert8 INT8 static, INT8 attention, OMP_WAIT_POLICY=passive**", "int8"),
     ("bert8-int8-dynamic", "**bert8 INT8 dynamic**", "int8"),
     ("bert8-int8-dynamic-att8", "**bert8 INT8 dynamic, INT8 attention**", "int8"),
     ("bert8-int8-static-att8-w7", "**bert8 INT8 static, INT8 attention, 7-bit weights**", "int8"),
     ("bert8-int8-dynamic-att8-w7", "**bert8 INT8 dynamic, INT8 attention, 7-bit weights**", "int8"),
 ]
-BERT8 = {"bert8-fp32", "bert8-fp32@static-att8", "bert8-int8-static", "bert8-int8-static-att8", "bert8-int8-dynamic", "bert8-int8-dynamic-att8",
+BERT8 = {"bert8-fp32", "bert8-fp32@static-att8", "bert8-int8-static", "bert8-int8-static-att8-passive", "bert8-int8-static-att8", "bert8-int8-dynamic", "bert8-int8-dynamic-att8",
          "bert8-int8-static-att8-w7", "bert8-int8-dynamic-att8-w7"}
 
 

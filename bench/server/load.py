@@ -187,7 +187,11 @@ def thread_env(threads):
 def start(a, system, prep, port, logf):
     env = thread_env(a.threads)
     cwd = None
-    if system == "bert8":
+    if system.startswith("bert8"):
+        if system == "bert8-passive":
+            # GOMP's default wait policy spins; with another process on a core, a 2-thread call
+            # can then stall for hundreds of ms (bench_latency's p99 on a loaded machine)
+            env["OMP_WAIT_POLICY"] = "passive"
         cmd = [a.bert8, "serve", prep["int8"], "--hostname", "127.0.0.1", "--port", str(port), "--threads",
                str(a.threads)]
         route = "/v1/embeddings"
@@ -320,7 +324,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", help="checkpoint folder (default: all-MiniLM-L6-v2 from scripts/fetch-models.sh)")
     p.add_argument("--bert8", default=os.path.join(REPO, "build", "bert8"))
-    p.add_argument("--systems", default="bert8,infinity")
+    p.add_argument("--systems", default="bert8,infinity",
+                   help="bert8, bert8-passive (the same with OMP_WAIT_POLICY=passive), infinity")
     p.add_argument("--clients", default="1,8,64")
     p.add_argument("--duration", type=int, default=20, help="seconds per wrk run")
     p.add_argument("--rounds", type=int, default=3)
@@ -351,6 +356,7 @@ def main():
            "settings": {"systems": a.systems, "clients": clients, "duration": a.duration, "rounds": a.rounds,
                         "threads": a.threads, "infinity_batch": a.infinity_batch},
            "labels": {"bert8": "bert8 serve, INT8 (static, INT8 attention)",
+                      "bert8-passive": "bert8 serve, INT8, OMP_WAIT_POLICY=passive",
                       "infinity": "Infinity, optimum engine, dynamic-int8 ONNX"},
            "servers": {}, "runs": []}
     servers, logs = {}, {}
