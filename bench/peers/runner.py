@@ -146,39 +146,51 @@ def _rows(feeds):
 
 def make_llamacpp(a, spec, art):
     """llama.cpp through llama-cpp-python's context, fed token ids (the same ids as every other
-    system) the way Llama.embed feeds its tokenized texts: one sequence id per row, one decode."""
+    system) the way Llama.embed feeds its tokenized texts: one sequence id per row, rows packed into
+    decodes of at most n_batch tokens (512, the binding's default, or the longest row). Every row
+    of one decode attends within its own sequence, but llama.cpp computes the attention scores over
+    the whole decode under a mask, so larger decodes cost more."""
     import llama_cpp
+    import numpy as np
 
     path = {"llamacpp-f32": "model.f32.gguf", "llamacpp-q8": "model.q8_0.gguf"}[a.system]
     pooling = "none" if a.dump else "mean"
-    n = max(512, a.max_tokens)
+    n = max(512, a.longest)
     pt = {"mean": llama_cpp.LLAMA_POOLING_TYPE_MEAN, "none": llama_cpp.LLAMA_POOLING_TYPE_NONE}[pooling]
     llm = llama_cpp.Llama(model_path=os.path.join(art, path), embedding=True, n_ctx=n, n_batch=n, n_ubatch=n,
                           n_threads=a.threads, n_threads_batch=a.threads, pooling_type=pt, verbose=False)
     n_embd = llm.n_embd()
+    n_seq_max = llm.context_params.n_seq_max
 
-    def run(feeds):
-        rows = _rows(feeds)
+    def decode(rows, out):
         llm._batch.reset()
         for i, r in enumerate(rows):
             llm._batch.add_sequence(r, i, True)
         llm._ctx.kv_cache_clear()
         llm._ctx.decode(llm._batch)
         if pooling == "none":
-            import numpy as np
-
             total = sum(len(r) for r in rows)
             ptr = llama_cpp.llama_get_embeddings(llm._ctx.ctx)
             flat = np.ctypeslib.as_array(ptr, shape=(total * n_embd,)).reshape(total, n_embd).copy()
-            out, pos = [], 0
+            pos = 0
             for r in rows:
                 out.append(flat[pos : pos + len(r)])
                 pos += len(r)
-            return out
-        import numpy as np
+        else:
+            out += [np.ctypeslib.as_array(llama_cpp.llama_get_embeddings_seq(llm._ctx.ctx, i), shape=(n_embd,)).copy()
+                    for i in range(len(rows))]
 
-        return [np.ctypeslib.as_array(llama_cpp.llama_get_embeddings_seq(llm._ctx.ctx, i), shape=(n_embd,)).copy()
-                for i in range(len(rows))]
+    def run(feeds):
+        out, chunk, used = [], [], 0
+        for r in _rows(feeds):
+            if chunk and (used + len(r) > n or len(chunk) >= n_seq_max):
+                decode(chunk, out)
+                chunk, used = [], 0
+            chunk.append(r)
+            used += len(r)
+        if chunk:
+            decode(chunk, out)
+        return out
 
     return run, {"llama_cpp_python": llama_cpp.__version__, "file": path, "pooling": pooling, "n_batch": n,
                  "system_info": llama_cpp.llama_print_system_info().decode()[:300]}
@@ -253,7 +265,7 @@ def main():
                                   "(per-token rows padded with zeros; fastembed: its pooled vectors)")
     a = p.parse_args()
     shape = common.parse_shape(a.shape, a.seq)
-    a.max_tokens = shape[0] * shape[1] if shape else 8 * 512
+    a.longest = shape[1] if shape else 512
     out = {"system": a.system, "model": a.model, "shape": a.shape, "seq": a.seq, "threads": a.threads,
            "pid": os.getpid()}
     t_start = time.time()
