@@ -280,7 +280,7 @@ def write_md(res, path):
          "| server | clients | requests/s | p50 ms | p99 ms | errors | max RSS MiB |", "|---|---:|---:|---:|---:|---:|---:|"]
     med = {}
     for sysname in res["settings"]["systems"]:
-        for c in res["settings"]["clients"]:
+        for c in (res["settings"]["clients"] if res["settings"]["rounds"] else []):
             runs = [r for r in res["runs"] if r["system"] == sysname and r["clients"] == c and "requests_per_s" in r]
             if not runs:
                 fails = [r.get("reason") for r in res["runs"] if r["system"] == sysname and r["clients"] == c]
