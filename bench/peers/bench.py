@@ -43,7 +43,16 @@ STEPS = {
     "nncf": (["ov.int8.xml"], ["ov", "calib"]),
     "torchao-sq-static": (["torchao.sq-static.pt"], ["calib"]),
     "torchao-sq-dynamic": (["torchao.sq-dynamic.pt"], ["calib"]),
+    "gguf-f32": (["model.f32.gguf"], []),
+    "gguf-q8": (["model.q8_0.gguf"], []),
+    "ct2-fp32": (["ct2.fp32/model.bin"], []),
+    "ct2-int8": (["ct2.int8/model.bin"], []),
+    "ct2-int8-sq": (["ct2.int8-sq/model.bin"], ["calib"]),
+    "fastembed": (["fastembed/model.int8.onnx"], ["onnx"]),
+    "bert8-int8": (["bert8.int8/quantization_config.json"], ["calib"]),
 }
+# the bert8 unit whose latency columns (BxS) run `bench_latency` on the folder `bert8 quantize` writes
+LATENCY_UNIT = "bert8-static-att8"
 
 DOCUMENTED_PEAKS = {"fp32_gflops_per_core": 117.0, "int8_gops_per_core": 468.0}
 
@@ -123,15 +132,23 @@ def machine_info(bert8):
 
 
 def package_versions():
-    code = ("import importlib.metadata as m, json\n"
-            "out = {}\n"
-            "for p in ['torch','torchao','transformers','onnx','onnxruntime','onnxscript','openvino','nncf',"
-            "'numpy','matplotlib','tokenizers','sentencepiece']:\n"
-            "    try: out[p] = m.version(p)\n"
-            "    except Exception as e: out[p] = 'not installed'\n"
-            "print(json.dumps(out))\n")
-    rc, out, err, _ = run_proc([PY, "-c", code], 120)
-    return last_json_line(out) or {"error": tail_reason(err)}
+    def of(py, pkgs):
+        code = ("import importlib.metadata as m, json\n"
+                "out = {}\n"
+                f"for p in {pkgs!r}:\n"
+                "    try: out[p] = m.version(p)\n"
+                "    except Exception as e: out[p] = 'not installed'\n"
+                "print(json.dumps(out))\n")
+        rc, out, err, _ = run_proc([py, "-c", code], 120)
+        return last_json_line(out) or {"error": tail_reason(err)}
+
+    v = of(PY, ['torch', 'torchao', 'transformers', 'onnx', 'onnxruntime', 'onnxscript', 'openvino', 'nncf',
+                'ctranslate2', 'numpy', 'matplotlib', 'tokenizers', 'sentencepiece'])
+    for fam, pkgs in (("llamacpp", ["llama_cpp_python"]), ("fastembed", ["fastembed", "onnxruntime"])):
+        py = common.family_python(fam, PY)
+        for k, x in (of(py, pkgs) if py else {p: "not installed" for p in pkgs}).items():
+            v[f"{k} ({common.FAMILY_VENV[fam]})"] = x
+    return v
 
 
 def _install_failures():
@@ -205,7 +222,9 @@ def prepare_model(a, model, units, want_mix):
         log(f"prepare {model}: {step}")
         cmd = [PY, os.path.join(HERE, "prepare.py"), step, "--model", model, "--seq", str(a.seq),
                "--calib-n", str(a.calib_n), "--threads", str(a.threads)]
-        rc, out, err, secs = run_proc(cmd, a.prepare_timeout, env=thread_env(a.threads))
+        env = thread_env(a.threads)
+        env["BERT8"] = a.bert8 or ""
+        rc, out, err, secs = run_proc(cmd, a.prepare_timeout, env=env)
         r = last_json_line(out)
         if rc is None:
             r = {"ok": False, "reason": f"timed out after {a.prepare_timeout} s"}
@@ -234,6 +253,8 @@ def prepare_model(a, model, units, want_mix):
     for u in units:
         if u in NEEDS:
             want(NEEDS[u])
+    if LATENCY_UNIT in units and any(common.parse_shape(s, a.seq)[1] != a.seq for s in a.shapes if s != "mix"):
+        want("bert8-int8")
     for step in STEPS:  # dict order is a valid dependency order
         if step in wanted:
             run_step(step, *STEPS[step])
@@ -251,10 +272,18 @@ def run_peer(a, model, unit, shape, status):
                  "reason": f"preparation '{need}' failed: {status.get(need, {}).get('reason', 'not run')}"}]
     if shape == "mix" and not status.get("lengthmix", {}).get("ok"):
         return [{"system": unit, "ok": False, "reason": "length mix data missing"}]
-    cmd = [PY, os.path.join(HERE, "runner.py"), "--system", unit, "--model", model, "--shape", str(shape),
+    family = SYSTEMS[unit][0]
+    py = common.family_python(family, PY)
+    if py is None:
+        why = [f for f in _install_failures() if family in f.lower() or family.replace("cpp", "-cpp") in f.lower()]
+        return [{"system": unit, "ok": False, "reason": f"{common.FAMILY_VENV[family]} not installed"
+                 + (f": {why[0]}" if why else " (run.sh makes it)")}]
+    cmd = [py, os.path.join(HERE, "runner.py"), "--system", unit, "--model", model, "--shape", str(shape),
            "--seq", str(a.seq), "--threads", str(a.threads), "--calib-n", str(a.calib_n),
            "--warmup", str(a.warmup), "--budget", str(a.budget), "--min-iters", str(a.min_iters),
            "--mix-batch", str(a.mix_batch)]
+    if is_latency(a, shape):
+        cmd += ["--max-iters", str(a.latency_iters)]
     rc, out, err, secs = run_proc(cmd, a.run_timeout, env=thread_env(a.threads))
     r = last_json_line(out)
     if rc is None:
@@ -267,7 +296,47 @@ def run_peer(a, model, unit, shape, status):
     return [r]
 
 
+def is_latency(a, shape):
+    """A BxS column (not at --seq): a short-query column with p50/p99 latency."""
+    return shape != "mix" and common.parse_shape(shape, a.seq)[1] != a.seq
+
+
+def run_bert8_latency(a, model, unit, shape, status):
+    """The latency columns: `bench_latency` (the runners' timing rule, every call time kept) on the
+    FP32 checkpoint and on the folder `bert8 quantize` wrote with its defaults (static, INT8 attention)."""
+    B, S = common.parse_shape(shape, a.seq)
+    exe = os.path.join(os.path.dirname(a.bert8 or ""), "bench_latency")
+    art = common.artifacts_dir(model, a.seq, a.calib_n)
+    recs = []
+    # the INT8 folder twice: as it runs by default, and with OMP_WAIT_POLICY=passive (GOMP's default
+    # spin-then-sleep wait can stall a 2-thread call for hundreds of ms when another process holds a core)
+    for name, d, need in (("bert8-fp32@static-att8", common.model_dir(model), None),
+                          ("bert8-int8-static-att8", os.path.join(art, "bert8.int8"), "bert8-int8"),
+                          ("bert8-int8-static-att8-passive", os.path.join(art, "bert8.int8"), "bert8-int8")):
+        if not os.path.exists(exe):
+            recs.append({"system": name, "ok": False, "reason": f"{exe} not built (cmake --build build)"})
+            continue
+        if need and not status.get(need, {}).get("ok"):
+            recs.append({"system": name, "ok": False, "reason": f"preparation '{need}' failed: "
+                                                                 f"{status.get(need, {}).get('reason', 'not run')}"})
+            continue
+        cmd = [exe, d, "--batch", str(B), "--seq", str(S), "--threads", str(a.threads), "--warmup", str(a.warmup),
+               "--budget", str(a.budget), "--min-iters", str(a.min_iters), "--max-iters", str(a.latency_iters),
+               "--json"]
+        env = thread_env(a.threads)
+        if name.endswith("-passive"):
+            env["OMP_WAIT_POLICY"] = "passive"
+        rc, out, err, secs = run_proc(cmd, a.run_timeout, env=env)
+        d = last_json_line(out) if rc == 0 else None
+        r = dict(d, ok=True) if d else {"ok": False, "reason": f"exit code {rc}: {tail_reason(err + out)}"}
+        r.update(system=name, process_s=round(secs, 1), command=" ".join(shlex.quote(c) for c in cmd))
+        recs.append(r)
+    return recs
+
+
 def run_bert8(a, model, unit, shape, status):
+    if unit == LATENCY_UNIT and is_latency(a, shape):
+        return run_bert8_latency(a, model, unit, shape, status)
     scheme = BERT8_UNITS[unit]
     w7 = unit.endswith("-w7")
     att8 = unit.endswith("-att8") or unit.endswith("-att8-w7")
@@ -289,7 +358,8 @@ def run_bert8(a, model, unit, shape, status):
     if shape == "mix":
         cmd += ["--lengths", common.lengthmix_path().replace(".json", ".lengths.txt"), "--batch", str(a.mix_batch)]
     else:
-        cmd += ["--batch", str(shape), "--seq", str(a.seq)]
+        B, S = common.parse_shape(shape, a.seq)
+        cmd += ["--batch", str(B), "--seq", str(S)]
     cmd += ["--threads", str(a.threads), "--scheme", scheme, "--json", "--calib", os.path.join(art, "calib.txt"),
             "--samples", str(a.calib_n)]
     # explicit either way: bert8's default attention changed (FP32 until 2026-12-01, INT8 since)
@@ -329,7 +399,11 @@ def run_bert8(a, model, unit, shape, status):
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--models", default="bert-base,distilbert-base,xlmr-base")
-    p.add_argument("--batches", default="1,8,32")
+    p.add_argument("--batches", default="1,8,32",
+                   help="columns: B (batch B at --seq) or BxS (batch B at S tokens, with p50/p99 latency), "
+                        "e.g. 1x16,1,8,32")
+    p.add_argument("--latency-iters", type=int, default=2000,
+                   help="most calls per process in the BxS columns (more calls, a steadier p99)")
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
@@ -366,15 +440,23 @@ def main():
         a.warmup, a.budget, a.min_iters = 1, 0.5, 2
         a.bert8_iters = a.bert8_iters or 3
         a.run_timeout = min(a.run_timeout, 900)
-    models = [m for m in a.models.split(",") if m]
-    for m in models:
-        if m not in common.MODELS:
-            p.error(f"unknown model {m}; known: {', '.join(common.MODELS)}")
+    models = []
+    for m in (m for m in a.models.split(",") if m):
+        try:
+            models.append(common.check_model(m))
+        except ValueError as e:
+            p.error(str(e))
     units = [u for u in a.systems.split(",") if u]
     for u in units:
         if u not in ALL_UNITS:
             p.error(f"unknown system {u}; known: {', '.join(ALL_UNITS)}")
-    shapes = [int(b) for b in a.batches.split(",") if b] + ([] if a.no_mix else ["mix"])
+    shapes = [b for b in a.batches.split(",") if b] + ([] if a.no_mix else ["mix"])
+    for b in shapes:
+        try:
+            common.parse_shape(b, a.seq)
+        except ValueError:
+            p.error(f"--batches: {b} is neither B nor BxS")
+    a.shapes = shapes
     a.bert8 = os.path.abspath(a.bert8) if a.bert8 else a.bert8
     tag = a.tag or datetime.datetime.now().strftime("%Y%m%d-%H%M%S") + ("-quick" if a.quick else "")
     os.makedirs(a.out, exist_ok=True)
@@ -404,27 +486,30 @@ def main():
 
     for m in models:
         status = prepare_model(a, m, units, "mix" in shapes)
-        spec = common.MODELS[m]
-        res["models"][m] = {"spec": spec, "dir": common.model_dir(m), "prepare": status,
+        spec = common.spec_of(m)
+        name = common.model_name(m)
+        res["models"][name] = {"spec": spec, "dir": common.model_dir(m), "prepare": status,
                             "gop_per_seq": common.gop_per_seq(spec, a.seq)}
         if not a.no_check and status.get("checkpoint", {}).get("ok"):
             cmd = [PY, os.path.join(HERE, "check_outputs.py"), "--model", m, "--bert8", a.bert8 or "",
-                   "--seq", str(a.seq), "--calib-n", str(a.calib_n), "--threads", str(a.threads)]
+                   "--seq", str(a.seq), "--calib-n", str(a.calib_n), "--threads", str(a.threads),
+                   "--systems", ",".join(units)]
             rc, out, err, _ = run_proc(cmd, a.prepare_timeout, env=thread_env(a.threads))
             chk = last_json_line(out) or {"error": f"exit code {rc}: {tail_reason(err)}"}
-            res["models"][m]["fp32_check"] = chk
-            log(f"{m}: FP32 outputs vs PyTorch, max abs diff: {chk.get('max_abs_diff', chk)}")
+            res["models"][name]["fp32_check"] = chk
+            log(f"{name}: FP32 outputs vs PyTorch, max abs diff: {chk.get('max_abs_diff', chk)}; "
+                f"INT8 pooled, min cosine: {chk.get('int8_min_cosine')}")
         if os.path.exists(common.lengthmix_path()):
             with open(common.lengthmix_path()) as f:
                 lengths = json.load(f)["lengths"]
-            res["models"][m]["mix"] = {
+            res["models"][name]["mix"] = {
                 "sentences": len(lengths), "batch": a.mix_batch,
                 "mean_length": sum(lengths) / len(lengths), "max_length": max(lengths),
                 "gop_padded": common.lengthmix_gop(spec, lengths, a.mix_batch, True),
                 "gop_packed": common.lengthmix_gop(spec, lengths, a.mix_batch, False)}
     save()
     if a.prepare_only:
-        for m in models:
+        for m in map(common.model_name, models):
             for step, s in res["models"][m]["prepare"].items():
                 log(f"{m} / {step}: " + ("ok" if s.get("ok") else "FAILED: " + str(s.get("reason"))) +
                     (f" ({s['seconds']} s)" if "seconds" in s else " (cached)" if s.get("cached") else ""))
@@ -432,18 +517,19 @@ def main():
         return
     for r in range(1, a.rounds + 1):
         for m in models:
-            status = res["models"][m]["prepare"]
+            name = common.model_name(m)
+            status = res["models"][name]["prepare"]
             for shape in shapes:
                 for u in units:
                     t0 = time.time()
                     recs = (run_bert8 if u in BERT8_UNITS else run_peer)(a, m, u, shape, status)
                     load = os.getloadavg()
                     for rec in recs:
-                        rec.update(round=r, model=m, shape=str(shape), load_average_after=load)
+                        rec.update(round=r, model=name, shape=str(shape), load_average_after=load)
                         res["runs"].append(rec)
                     summary = ", ".join(f"{x['system']} {x['seq_per_s']:.2f} seq/s" if x.get("ok")
                                         else f"{x['system']} FAILED ({x.get('reason')})" for x in recs)
-                    log(f"round {r}/{a.rounds} {m} shape {shape}: {summary} [{time.time() - t0:.0f} s]")
+                    log(f"round {r}/{a.rounds} {name} shape {shape}: {summary} [{time.time() - t0:.0f} s]")
                     save()
     res["finished"] = datetime.datetime.now().isoformat(timespec="seconds")
     save()

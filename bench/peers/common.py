@@ -26,17 +26,92 @@ MODELS = {
 }
 
 
+# config.json model_type -> the arch names above
+ARCHS = {"bert": "bert", "distilbert": "distilbert", "xlm-roberta": "xlmr", "roberta": "xlmr"}
+
+
+def is_folder(model):
+    """A --models entry is a checkpoint folder (a real model) when it names a directory."""
+    return os.sep in model or os.path.isdir(model)
+
+
+def model_name(model):
+    """Short name of a model: the spec name, or a folder's base name."""
+    return os.path.basename(os.path.normpath(model)) if is_folder(model) else model
+
+
+def spec_of(model):
+    """The spec of a named random model, or one read from a checkpoint folder's config.json."""
+    if not is_folder(model):
+        return MODELS[model]
+    with open(os.path.join(model, "config.json")) as f:
+        c = json.load(f)
+    mt = c.get("model_type", "bert")
+    if mt not in ARCHS:
+        raise ValueError(f"{model}/config.json: model_type {mt!r} is not one of {sorted(ARCHS)}")
+    if mt == "distilbert":
+        keys = dict(layers="n_layers", hidden="dim", heads="n_heads", inter="hidden_dim")
+    else:
+        keys = dict(layers="num_hidden_layers", hidden="hidden_size", heads="num_attention_heads",
+                    inter="intermediate_size")
+    spec = {k: int(c[v]) for k, v in keys.items()}
+    spec.update(arch=ARCHS[mt], vocab=int(c["vocab_size"]), maxpos=int(c["max_position_embeddings"]),
+                real=True, dir=os.path.abspath(model))
+    if mt in ("xlm-roberta", "roberta"):
+        spec["pad"] = int(c.get("pad_token_id", 1))
+    return spec
+
+
+def check_model(model):
+    """argparse type for --model: a random model's name or a checkpoint folder."""
+    if is_folder(model):
+        if not os.path.exists(os.path.join(model, "config.json")):
+            raise ValueError(f"{model}: no config.json")
+        return os.path.abspath(model)
+    if model not in MODELS:
+        raise ValueError(f"unknown model {model}; known: {', '.join(MODELS)} or a checkpoint folder")
+    return model
+
+
+# peer families that run in their own venv (bench/peers/work/venv-NAME, made by run.sh from
+# requirements-NAME.txt), because their packages pin versions of their own; the rest run in the main venv
+FAMILY_VENV = {"llamacpp": "venv-llamacpp", "fastembed": "venv-fastembed"}
+
+
+def family_python(family, default):
+    """The Python a peer family runs in (None when its venv was not made)."""
+    v = FAMILY_VENV.get(family)
+    if not v:
+        return default
+    py = os.path.join(WORK, v, "bin", "python")
+    return py if os.path.exists(py) else None
+
+
 def model_dir(name):
+    if is_folder(name):
+        return os.path.abspath(name)
     return os.path.join(WORK, "models", name)
 
 
 def artifacts_dir(name, seq, calib_n):
     """Where the converted/quantized peer models of one checkpoint live (calibration depends on seq)."""
-    return os.path.join(WORK, "artifacts", f"{name}.seq{seq}.calib{calib_n}")
+    return os.path.join(WORK, "artifacts", f"{model_name(name)}.seq{seq}.calib{calib_n}")
+
+
+def parse_shape(shape, seq):
+    """A column: "B" (batch B at --seq tokens), "BxS" (batch B at S tokens) or "mix".
+    Returns (batch, seq) or None for the mix."""
+    shape = str(shape)
+    if shape == "mix":
+        return None
+    if "x" in shape:
+        b, s = shape.split("x")
+        return int(b), int(s)
+    return int(shape), seq
 
 
 def pad_id(spec):
-    return 1 if spec["arch"] == "xlmr" else 0
+    return spec.get("pad", 1 if spec["arch"] == "xlmr" else 0)
 
 
 def has_token_types(spec):
@@ -92,6 +167,17 @@ def lengthmix_batches(spec, batch):
     return out, len(rows)
 
 
+def check_batches(spec):
+    """The batches of the same-function check: a 2 x 16 batch of the timing ids and 3 padded
+    SST-2 dev sentences (the mask in use)."""
+    out = [fixed_inputs(spec, 2, 16)]
+    if os.path.exists(lengthmix_path()):
+        with open(lengthmix_path()) as f:
+            rows = json.load(f)["ids"][:3]
+        out.append(pad_batch(spec, rows))
+    return out
+
+
 def gop_per_seq(spec, seq):
     """Operations (multiply and add counted as 2) per sequence of `seq` tokens: per layer
     2*S*(4*H*H + 2*H*I) for the linear layers plus 4*S*S*H for scores and context."""
@@ -126,11 +212,19 @@ def time_fn(fn, warmup, budget_s, min_iters, max_iters):
     return times
 
 
+def percentile(times, q):
+    """The q-th percentile (nearest rank) of a list of call times."""
+    t = sorted(times)
+    return t[min(len(t) - 1, max(0, int(-(-q * len(t) // 100)) - 1))]
+
+
 def summarize(times, seqs_per_call):
     med = statistics.median(times)
     return {
         "seq_per_s": seqs_per_call / med,
         "median_s": med,
+        "p50_s": percentile(times, 50),
+        "p99_s": percentile(times, 99),
         "best_s": min(times),
         "iterations": len(times),
         "times_s": times,

@@ -11,6 +11,13 @@
   nncf        NNCF post-training quantization of the IR (transformer type)   -> ARTIFACTS/ov.int8.xml
   torchao-sq-static / torchao-sq-dynamic
               torchao SmoothQuant (alpha 0.5) calibrated, pickled module     -> ARTIFACTS/torchao.*.pt
+  gguf-f32 / gguf-q8
+              llama.cpp convert_hf_to_gguf.py, F32 and Q8_0                  -> ARTIFACTS/model.{f32,q8_0}.gguf
+  ct2-fp32 / ct2-int8 / ct2-int8-sq
+              CTranslate2 TransformersConverter (int8; int8 with SmoothQuant
+              activation scales)                                            -> ARTIFACTS/ct2.*/
+  fastembed   model.onnx + dynamic-int8 model.int8.onnx + tokenizer files   -> ARTIFACTS/fastembed/
+  bert8-int8  `bert8 quantize` with its defaults (the latency columns)      -> ARTIFACTS/bert8.int8/
 
 Each step prints one JSON line {"step", "ok", "reason"?, "notes"?} as its last stdout line.
 """
@@ -35,6 +42,10 @@ def step_checkpoint(a, spec):
     import transformers as tf
 
     out = common.model_dir(a.model)
+    if spec.get("real"):
+        if not any(os.path.exists(os.path.join(out, f)) for f in ("model.safetensors", "pytorch_model.bin")):
+            raise FileNotFoundError(f"{out}: no model.safetensors or pytorch_model.bin")
+        return {"notes": f"real checkpoint {out}"}
     if os.path.exists(os.path.join(out, "model.safetensors")):
         return {"notes": "exists"}
     torch.manual_seed(SEED)
@@ -75,6 +86,8 @@ def step_checkpoint(a, spec):
 def load_tokenizer(spec, mdir):
     import transformers as tf
 
+    if spec.get("real"):
+        return tf.AutoTokenizer.from_pretrained(mdir)
     if spec["arch"] == "xlmr":
         return tf.XLMRobertaTokenizer.from_pretrained(mdir)
     return tf.BertTokenizer(vocab=os.path.join(mdir, "vocab.txt"), do_lower_case=True)
@@ -380,6 +393,159 @@ def step_torchao(a, spec, kind):
     return {"notes": f"torchao {torchao.__version__}: {desc}"}
 
 
+# ---- llama.cpp (GGUF), CTranslate2, fastembed -----------------------------------------------------
+
+def llamacpp_src():
+    """llama.cpp's conversion script: the copy run.sh takes from the llama-cpp-python sdist."""
+    d = os.environ.get("LLAMA_CPP_SRC", os.path.join(common.WORK, "src", "llama.cpp"))
+    if not os.path.exists(os.path.join(d, "convert_hf_to_gguf.py")):
+        raise FileNotFoundError(f"{d}/convert_hf_to_gguf.py missing (run.sh copies it from the llama-cpp-python "
+                                f"sdist; set LLAMA_CPP_SRC to a llama.cpp checkout)")
+    return d
+
+
+def step_gguf(a, spec, outtype):
+    import subprocess
+
+    art = common.artifacts_dir(a.model, a.seq, a.calib_n)
+    src = llamacpp_src()
+    out = os.path.join(art, f"model.{outtype}.gguf")
+    # a random checkpoint has no tokenizer.json; the converter reads the vocabulary with transformers
+    cmd = [sys.executable, os.path.join(src, "convert_hf_to_gguf.py"), common.model_dir(a.model), "--outtype",
+           outtype, "--outfile", out]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode or not os.path.exists(out):
+        lines = [ln for ln in (r.stderr + r.stdout).strip().splitlines() if ln.strip()]
+        raise RuntimeError("convert_hf_to_gguf.py failed: " + " / ".join(lines[-3:]))
+    info = [ln for ln in r.stderr.splitlines() if "pooling" in ln.lower() or "model architecture" in ln.lower()]
+    return {"notes": f"llama.cpp convert_hf_to_gguf.py --outtype {outtype} ({os.path.getsize(out) / 1e6:.0f} MB)"
+                     + (f"; {info[0].split(':', 2)[-1].strip()}" if info else "")}
+
+
+def ct2_input_dir(a):
+    """A copy of the checkpoint folder (links) whose config.json has position_embedding_type: the
+    CTranslate2 4.x converter asserts on it, and transformers 5 no longer writes it."""
+    src = common.model_dir(a.model)
+    with open(os.path.join(src, "config.json")) as f:
+        cfg = json.load(f)
+    if "position_embedding_type" in cfg:
+        return src, ""
+    d = os.path.join(common.artifacts_dir(a.model, a.seq, a.calib_n), "ct2.input")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    for f in os.listdir(src):
+        if f != "config.json" and os.path.isfile(os.path.join(src, f)):
+            os.symlink(os.path.join(src, f), os.path.join(d, f))
+    cfg["position_embedding_type"] = "absolute"
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1)
+    return d, "config.json given position_embedding_type=absolute (missing in transformers 5 configs); "
+
+
+def step_ct2(a, spec, kind):
+    import ctranslate2
+    from ctranslate2.converters import TransformersConverter
+
+    art = common.artifacts_dir(a.model, a.seq, a.calib_n)
+    src, note = ct2_input_dir(a)
+    out = os.path.join(art, f"ct2.{kind}")
+    quant = None if kind == "fp32" else "int8"
+    scales = None
+    if kind == "int8-sq":
+        # the converter applies the scales through its model loader's smooth_activation, which only
+        # some loaders define; ask first, so that a loader without it fails before the calibration pass
+        import transformers as tf
+        from ctranslate2.converters import transformers as ct2t
+
+        cfg_name = type(tf.AutoConfig.from_pretrained(src)).__name__
+        loader = ct2t._MODEL_LOADERS.get(cfg_name)
+        if loader is not None and type(loader).smooth_activation is ct2t.ModelLoader.smooth_activation:
+            raise NotImplementedError(f"ctranslate2 {ctranslate2.__version__}: {type(loader).__name__} "
+                                      f"({cfg_name}) defines no smooth_activation: 'No activation smoothing "
+                                      f"logic is defined for this model' (the converter's own error)")
+        scales = smoothquant_scales(a, spec)
+        note += f"activation scales (per-channel abs max of the Linear inputs over the calibration set) {scales}; "
+    conv = TransformersConverter(src, activation_scales=scales, low_cpu_mem_usage=False)
+    conv.convert(out, quantization=quant, force=True)
+    return {"notes": f"ctranslate2 {ctranslate2.__version__}: TransformersConverter(" + note +
+                     f"quantization={quant})"}
+
+
+def smoothquant_scales(a, spec):
+    """SmoothQuant's activation scales (mit-han-lab/smoothquant's act_scales format: Linear name ->
+    per-input-channel abs max over the calibration set), computed with PyTorch."""
+    import torch
+
+    model = load_torch_model(a, attn="sdpa")
+    scales = {}
+
+    def hook(name):
+        def fn(mod, inp, out):
+            x = inp[0].detach().abs().reshape(-1, inp[0].shape[-1]).amax(0).float()
+            scales[name] = torch.maximum(scales[name], x) if name in scales else x
+        return fn
+
+    hs = [m.register_forward_hook(hook(n)) for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
+    with torch.no_grad():
+        for f in calib_feeds(a, spec):
+            model(**{k: torch.from_numpy(v) for k, v in f.items()})
+    for h in hs:
+        h.remove()
+    path = os.path.join(common.artifacts_dir(a.model, a.seq, a.calib_n), "act_scales.pt")
+    torch.save(scales, path)
+    return path
+
+
+def step_fastembed(a, spec):
+    """A folder fastembed loads with specific_model_path: the ONNX export as model.onnx (FP32, for the
+    check) and model.int8.onnx, quantized the way fastembed's quantized models are (ONNX Runtime
+    dynamic int8 of the plain export), plus the tokenizer files fastembed reads."""
+    import onnx
+    import transformers as tf
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    art = common.artifacts_dir(a.model, a.seq, a.calib_n)
+    d = os.path.join(art, "fastembed")
+    os.makedirs(d, exist_ok=True)
+    mdir = common.model_dir(a.model)
+    if spec.get("real") and os.path.exists(os.path.join(mdir, "tokenizer.json")):
+        for f in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "config.json"):
+            if os.path.exists(os.path.join(mdir, f)):
+                shutil.copy(os.path.join(mdir, f), os.path.join(d, f))
+    elif spec["arch"] == "xlmr":
+        raise RuntimeError("fastembed peer: only WordPiece (BERT-vocabulary) checkpoints are set up")
+    else:
+        tok = tf.BertTokenizerFast(vocab_file=os.path.join(mdir, "vocab.txt"), do_lower_case=True,
+                                   model_max_length=spec["maxpos"])
+        tok.save_pretrained(d)
+        shutil.copy(os.path.join(mdir, "config.json"), os.path.join(d, "config.json"))
+    if not os.path.exists(os.path.join(d, "special_tokens_map.json")):
+        with open(os.path.join(d, "special_tokens_map.json"), "w") as f:
+            json.dump({"cls_token": "[CLS]", "sep_token": "[SEP]", "pad_token": "[PAD]", "unk_token": "[UNK]",
+                       "mask_token": "[MASK]"}, f)
+    shutil.copy(os.path.join(art, "model.onnx"), os.path.join(d, "model.onnx"))
+    quantize_dynamic(os.path.join(d, "model.onnx"), os.path.join(d, "model.int8.onnx"), per_channel=True,
+                     weight_type=QuantType.QInt8, extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    return {"notes": f"fastembed folder: model.onnx (the plain export) and model.int8.onnx = quantize_dynamic("
+                     f"per_channel=True, QInt8) of it; ops {op_counts(os.path.join(d, 'model.int8.onnx'))}"}
+
+
+def step_bert8_int8(a, spec):
+    """`bert8 quantize` with its defaults (static, INT8 attention), for the latency columns."""
+    import subprocess
+
+    art = common.artifacts_dir(a.model, a.seq, a.calib_n)
+    bert8 = os.environ.get("BERT8", os.path.join(common.REPO, "build", "bert8"))
+    out = os.path.join(art, "bert8.int8")
+    cmd = [bert8, "quantize", common.model_dir(a.model), "-o", out, "--calib", os.path.join(art, "calib.txt"),
+           "--samples", str(a.calib_n)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"bert8 quantize failed: {r.stderr.strip()[-300:]}")
+    said = [ln for ln in r.stdout.splitlines() if ln.startswith("wrote")]
+    return {"notes": f"{' '.join(cmd[1:3])} ... : {said[-1] if said else 'done'}"}
+
+
 STEPS = {
     "checkpoint": step_checkpoint,
     "lengthmix": step_lengthmix,
@@ -392,13 +558,20 @@ STEPS = {
     "nncf": step_nncf,
     "torchao-sq-static": lambda a, s: step_torchao(a, s, "sq-static"),
     "torchao-sq-dynamic": lambda a, s: step_torchao(a, s, "sq-dynamic"),
+    "gguf-f32": lambda a, s: step_gguf(a, s, "f32"),
+    "gguf-q8": lambda a, s: step_gguf(a, s, "q8_0"),
+    "ct2-fp32": lambda a, s: step_ct2(a, s, "fp32"),
+    "ct2-int8": lambda a, s: step_ct2(a, s, "int8"),
+    "ct2-int8-sq": lambda a, s: step_ct2(a, s, "int8-sq"),
+    "fastembed": step_fastembed,
+    "bert8-int8": step_bert8_int8,
 }
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("step", choices=sorted(STEPS))
-    p.add_argument("--model", required=True, choices=sorted(common.MODELS))
+    p.add_argument("--model", required=True, type=common.check_model, help="a random model's name or a folder")
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--calib-n", type=int, default=256)
     p.add_argument("--threads", type=int, default=2)
@@ -410,7 +583,7 @@ def main():
         torch.set_num_threads(a.threads)
     except Exception:  # noqa: BLE001
         pass
-    spec = common.MODELS[a.model]
+    spec = common.spec_of(a.model)
     # some tools (ORT's quant_pre_process) leave temporary files in the working directory
     scratch = os.path.join(common.WORK, "scratch")
     os.makedirs(scratch, exist_ok=True)

@@ -20,15 +20,24 @@ ROWS = [
     ("torchao-sq-static", "torchao SmoothQuant W8A8 static (compiled)", "int8"),
     ("torchao-sq-dynamic", "torchao SmoothQuant W8A8 dynamic (compiled)", "int8"),
     ("torchao-w8a8-dynamic", "torchao W8A8 dynamic, no SmoothQuant (compiled)", "int8"),
+    ("llamacpp-f32", "llama.cpp GGUF F32", "fp32"),
+    ("llamacpp-q8", "llama.cpp GGUF Q8_0", "int8"),
+    ("ct2-fp32", "CTranslate2 FP32", "fp32"),
+    ("ct2-int8", "CTranslate2 int8", "int8"),
+    ("ct2-int8-sq", "CTranslate2 int8, SmoothQuant scales", "int8"),
+    ("fastembed-fp32", "fastembed FP32 ONNX (text in, pooled)", "fp32"),
+    ("fastembed-int8", "fastembed dynamic-int8 ONNX (text in, pooled)", "int8"),
     ("bert8-fp32", "**bert8 FP32**", "fp32"),
+    ("bert8-fp32@static-att8", "**bert8 FP32** (latency columns: `bench_latency`)", "fp32"),
     ("bert8-int8-static", "**bert8 INT8 static**", "int8"),
     ("bert8-int8-static-att8", "**bert8 INT8 static, INT8 attention**", "int8"),
+    ("bert8-int8-static-att8-passive", "**bert8 INT8 static, INT8 attention, OMP_WAIT_POLICY=passive**", "int8"),
     ("bert8-int8-dynamic", "**bert8 INT8 dynamic**", "int8"),
     ("bert8-int8-dynamic-att8", "**bert8 INT8 dynamic, INT8 attention**", "int8"),
     ("bert8-int8-static-att8-w7", "**bert8 INT8 static, INT8 attention, 7-bit weights**", "int8"),
     ("bert8-int8-dynamic-att8-w7", "**bert8 INT8 dynamic, INT8 attention, 7-bit weights**", "int8"),
 ]
-BERT8 = {"bert8-fp32", "bert8-int8-static", "bert8-int8-static-att8", "bert8-int8-dynamic", "bert8-int8-dynamic-att8",
+BERT8 = {"bert8-fp32", "bert8-fp32@static-att8", "bert8-int8-static", "bert8-int8-static-att8-passive", "bert8-int8-static-att8", "bert8-int8-dynamic", "bert8-int8-dynamic-att8",
          "bert8-int8-static-att8-w7", "bert8-int8-dynamic-att8-w7"}
 
 
@@ -38,19 +47,44 @@ def fmt(v):
     return f"{v:.0f}" if v >= 100 else f"{v:.1f}" if v >= 10 else f"{v:.2f}"
 
 
+def parse_shape(shape, seq):
+    """(batch, seq) of a column "B" or "BxS"; None for the mix."""
+    if shape == "mix":
+        return None
+    if "x" in shape:
+        b, t = shape.split("x")
+        return int(b), int(t)
+    return int(shape), seq
+
+
+def is_latency(res, shape):
+    return shape != "mix" and parse_shape(shape, res["settings"]["seq"])[1] != res["settings"]["seq"]
+
+
 def aggregate(res):
-    """{(model, shape, system): {"median", "values", "reasons"}} over rounds."""
+    """{(model, shape, system): {"median", "values", "reasons", "p50_ms", "p99_ms"}} over rounds
+    (p50 and p99: the median over rounds of each process's own p50 and p99 call time)."""
     agg = {}
     for r in res["runs"]:
         k = (r["model"], r["shape"], r["system"])
-        e = agg.setdefault(k, {"values": [], "reasons": []})
+        e = agg.setdefault(k, {"values": [], "reasons": [], "p50": [], "p99": []})
         if r.get("ok") and r.get("seq_per_s") is not None:
             e["values"].append(r["seq_per_s"])
+            if r.get("p50_s") is not None:
+                e["p50"].append(1e3 * r["p50_s"])
+                e["p99"].append(1e3 * r["p99_s"])
         else:
             e["reasons"].append(r.get("reason") or "failed")
     for e in agg.values():
         e["median"] = statistics.median(e["values"]) if e["values"] else None
+        e["p50_ms"] = statistics.median(e["p50"]) if e["p50"] else None
+        e["p99_ms"] = statistics.median(e["p99"]) if e["p99"] else None
     return agg
+
+
+def gop_at(spec, seq):
+    H, I, L = spec["hidden"], spec["inter"], spec["layers"]
+    return L * (2.0 * seq * (4.0 * H * H + 2.0 * H * I) + 4.0 * seq * seq * H) / 1e9
 
 
 def ceilings(res, model, shape, packed=False):
@@ -64,7 +98,7 @@ def ceilings(res, model, shape, packed=False):
             return None, None
         gop = (mix["gop_packed"] if packed else mix["gop_padded"]) / mix["sentences"]
     else:
-        gop = m["gop_per_seq"]
+        gop = gop_at(m["spec"], parse_shape(shape, res["settings"]["seq"])[1])
     return pk["fp32_gflops_per_core"] * th / gop, pk["int8_gops_per_core"] * th / gop
 
 
@@ -72,20 +106,22 @@ def write(res, json_path):
     base = os.path.splitext(json_path)[0]
     md_path = base + ".md"
     agg = aggregate(res)
+    st = res["settings"]
     models = list(res["models"])
     shapes = []
     for r in res["runs"]:
         if r["shape"] not in shapes:
             shapes.append(r["shape"])
-    shapes.sort(key=lambda s: (s == "mix", int(s) if s != "mix" else 0))
+    shapes.sort(key=lambda s: (s == "mix", not is_latency(res, s),
+                               parse_shape(s, st["seq"]) if s != "mix" else (0, 0)))
     present = {r["system"] for r in res["runs"]}
     rows = [row for row in ROWS if row[0] in present]
-    st = res["settings"]
     L = []
     L.append(f"# bert8 and its peers, side by side ({res['tag']})\n")
     L.append(f"Sequences per second, median over {st['rounds']} round(s), each system in a fresh process per "
              f"round, {st['threads']} thread(s), sequence length {st['seq']} (columns b=N: batch N of bert8's "
-             f"timing ids). In parentheses: % of the roofline ceiling of the row's precision. "
+             f"timing ids; columns b=NxS: batch N at S tokens, with the median over rounds of each process's "
+             f"p50 and p99 call time). In parentheses: % of the roofline ceiling of the row's precision. "
              f"The `SST-2 mix` column: the {next(iter(res['models'].values())).get('mix', {}).get('sentences', '?')} "
              f"SST-2 dev sentences in batches of {st['mix_batch']}, each batch padded to its longest "
              f"(bert8: padding-free packed batches, padded batches in brackets).\n")
@@ -102,6 +138,7 @@ def write(res, json_path):
         L.append(f"\n## {model} ({spec['layers']} layers, hidden {spec['hidden']}, vocab {spec['vocab']}; "
                  f"{m['gop_per_seq']:.2f} GOP per sequence of {st['seq']})\n")
         head = ["system"] + [("SST-2 mix" if s == "mix" else f"b={s}") for s in shapes]
+        L.append(f"CPU: {res['machine'].get('Model name', '?')}, {st['threads']} thread(s).\n")
         L.append("| " + " | ".join(head) + " |")
         L.append("|" + "---|" * len(head))
         for key, label, prec in rows:
@@ -117,6 +154,8 @@ def write(res, json_path):
                 cf, cq = ceilings(res, model, s, packed=(s == "mix" and key in BERT8))
                 ceil = cf if prec == "fp32" else cq
                 c = fmt(e["median"]) + (f" ({100 * e['median'] / ceil:.0f}%)" if ceil else "")
+                if is_latency(res, s) and e["p50_ms"] is not None:
+                    c += f"; p50 {e['p50_ms']:.2f} ms, p99 {e['p99_ms']:.2f} ms"
                 if e["reasons"]:
                     c += f" [{note(f'{key}: some rounds failed: ' + e['reasons'][0])}]"
                 if s == "mix" and key in BERT8:
@@ -131,6 +170,8 @@ def write(res, json_path):
         for b8, prec, label in (("bert8-int8-static", "int8", "bert8 INT8 static / fastest peer INT8"),
                                 ("bert8-int8-static-att8", "int8",
                                  "bert8 INT8 static, INT8 attention / fastest peer INT8"),
+                                ("bert8-int8-static-att8-passive", "int8",
+                                 "bert8 INT8 static, INT8 attention, OMP_WAIT_POLICY=passive / fastest peer INT8"),
                                 ("bert8-int8-dynamic", "int8", "bert8 INT8 dynamic / fastest peer INT8"),
                                 ("bert8-int8-dynamic-att8", "int8",
                                  "bert8 INT8 dynamic, INT8 attention / fastest peer INT8"),
@@ -158,6 +199,25 @@ def write(res, json_path):
                         c = f"{e['median'] / best:.2f}x packed, {pe['median'] / best:.2f}x padded, vs {who}"
                 cells.append(c)
             L.append("| " + " | ".join(cells) + " |")
+        # latency columns: bert8's p50 against the lowest p50 of any peer, and its own p99 / p50
+        lat = [s for s in shapes if is_latency(res, s)]
+        for b8, what in (("bert8-int8-static-att8", ""), ("bert8-int8-static-att8-passive", ", OMP_WAIT_POLICY=passive")):
+            if not (lat and any((model, s, b8) in agg for s in lat)):
+                continue
+            c1 = [f"*p50: bert8 INT8 static, INT8 attention{what} / lowest peer p50*"]
+            c2 = [f"*bert8 INT8{what} p99 / p50*"]
+            for s in shapes:
+                e = agg.get((model, s, b8))
+                peers = [(agg[(model, s, k)]["p50_ms"], k) for k, _, p in rows if k not in BERT8
+                         and (model, s, k) in agg and agg[(model, s, k)]["p50_ms"] is not None]
+                if s not in lat or not e or e["p50_ms"] is None:
+                    c1.append("-")
+                    c2.append("-")
+                    continue
+                c1.append(f"{e['p50_ms'] / min(peers)[0]:.2f}x vs {min(peers)[1]}" if peers else "-")
+                c2.append(f"{e['p99_ms'] / e['p50_ms']:.2f}x")
+            L.append("| " + " | ".join(c1) + " |")
+            L.append("| " + " | ".join(c2) + " |")
         # INT8 over bert8's own FP32, timed interleaved in the same processes
         for b8, f32, label in (("bert8-int8-static", "bert8-fp32", "bert8 INT8 static / own FP32"),
                                ("bert8-int8-static-att8", "bert8-fp32@static-att8",
@@ -195,7 +255,13 @@ def write(res, json_path):
                 d = ", ".join(f"{k} {v:.1e}" if isinstance(v, float) else f"{k} {v}"
                               for k, v in chk["max_abs_diff"].items())
                 L.append(f"\nSame function check (FP32 last_hidden_state vs PyTorch eager, batches "
-                         f"{chk.get('batches')}, |values| up to {chk.get('max_abs_ref', 0):.1f}): max abs diff {d}.")
+                         f"{chk.get('batches')}, |values| up to {chk.get('max_abs_ref', 0):.1f}; fastembed: its "
+                         f"normalized mean-pooled vectors): max abs diff {d}.")
+                if chk.get("int8_min_cosine"):
+                    d = ", ".join(f"{k} {v:.5f}" if isinstance(v, float) else f"{k} {v}"
+                                  for k, v in chk["int8_min_cosine"].items())
+                    L.append(f"INT8 peers, mean-pooled output against PyTorch FP32's, lowest cosine over the rows "
+                             f"of the same batches: {d}.")
             else:
                 L.append(f"\nSame function check failed: {chk.get('error')}")
         if "mix" in shapes and m.get("mix"):
@@ -248,7 +314,7 @@ def write(res, json_path):
         f.write("\n".join(L) + "\n")
     png = None
     try:
-        png = plot(res, agg, base + ".png", models, [s for s in shapes if s != "mix"], rows)
+        png = plot(res, agg, base + ".png", models, [s for s in shapes if s != "mix" and "x" not in s], rows)
     except Exception as e:  # noqa: BLE001
         with open(md_path, "a") as f:
             f.write(f"\n(plot failed: {type(e).__name__}: {e})\n")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# bert8 and its peers (ONNX Runtime, OpenVINO, PyTorch/torchao), measured side by side.
+# bert8 and its peers (ONNX Runtime, OpenVINO, PyTorch/torchao, llama.cpp, CTranslate2, fastembed),
+# measured side by side.
 #
-#   bash bench/peers/run.sh [--models bert-base,distilbert-base,xlmr-base] [--batches 1,8,32]
+#   bash bench/peers/run.sh [--models bert-base,distilbert-base,xlmr-base,/path/to/checkpoint] [--batches 1x16,1,8,32]
 #                           [--rounds 3] [--threads 2] [--quick] [--bert8 PATH] [--peaks FILE] ...
 #
 # Makes the venv bench/peers/work/venv (pinned requirements.txt; torch==2.13.0 CPU), builds the
@@ -35,6 +36,44 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; 
     done
   fi
   echo "$want" > "$stamp"
+fi
+
+# The peers with their own venvs (llama.cpp, fastembed): a package that does not install is a
+# line of install-failures.txt, and its rows say so.
+side_venv() {  # NAME REQUIREMENTS
+  local v="$WORK/venv-$1" req="$HERE/$2" st want_s
+  st="$v/.requirements.sha256"; want_s="$(sha256sum "$req" | cut -d' ' -f1)"
+  [ -x "$v/bin/python" ] && [ "$(cat "$st" 2>/dev/null)" = "$want_s" ] && return 0
+  echo "== venv $v (pip install -r bench/peers/$2)"
+  [ -x "$v/bin/python" ] || "$PY_BASE" -m venv "$v"
+  sed -i "/(venv-$1)/d" "$WORK/install-failures.txt" 2>/dev/null || true
+  if out="$("$v/bin/pip" install --disable-pip-version-check -q -r "$req" 2>&1)"; then
+    echo "$want_s" > "$st"
+  else
+    echo "$(grep -vE '^\s*(#|$)' "$req" | head -1) (venv-$1): $(echo "$out" | grep -v '^\s*$' | tail -1)" \
+      | tee -a "$WORK/install-failures.txt"
+    rm -rf "$v"
+  fi
+}
+# llama.cpp: a native build for this CPU, without examples, tests or the multimodal library
+CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
+  CMAKE_ARGS="-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAVA_BUILD=OFF -DGGML_NATIVE=ON -DLLAMA_CURL=OFF" \
+  side_venv llamacpp requirements-llamacpp.txt
+side_venv fastembed requirements-fastembed.txt
+# llama.cpp's converter, from the same sdist
+src="$WORK/src/llama.cpp"
+if [ ! -f "$src/convert_hf_to_gguf.py" ]; then
+  lcp="$(grep -E '^llama-cpp-python==' "$HERE/requirements-llamacpp.txt")"
+  if "$VENV/bin/pip" download --disable-pip-version-check -q --no-deps --no-binary :all: "$lcp" -d "$WORK/src" \
+      >/dev/null 2>&1; then
+    tgz="$(ls "$WORK"/src/llama_cpp_python-*.tar.gz | head -1)"
+    top="$(basename "$tgz" .tar.gz)"
+    mkdir -p "$src"
+    tar -xzf "$tgz" -C "$WORK/src" "$top/vendor/llama.cpp/convert_hf_to_gguf.py" "$top/vendor/llama.cpp/gguf-py" \
+      "$top/vendor/llama.cpp/conversion" && cp -r "$WORK/src/$top/vendor/llama.cpp/." "$src/"
+  else
+    echo "note: could not download the $lcp sdist; the GGUF conversions will fail" >&2
+  fi
 fi
 
 # bert8: the binary of this repo unless --bert8 PATH is given
