@@ -88,6 +88,9 @@ struct tcmd {
     bert8_qa_options qo;
     /* ner */
     bert8_ner_result ner;
+    /* embed --pooling splade */
+    bool splade;
+    bert8_sparse_embeddings sparse;
     /* fill-mask */
     bert8_fill_mask_result fm;
     int64_t top_k;
@@ -432,6 +435,26 @@ static void embed_print(tcmd *c, const item *it, int64_t k) {
     printf("}\n");
 }
 
+static bert8_status sparse_compute(tcmd *c, int64_t n, const bert8_text *a, const bert8_text *b) {
+    (void)b;
+    bert8_sparse_embeddings_free(&c->sparse);
+    bert8_run_options o = run_opts(c);
+    return bert8_embed_sparse(c->r.pl, n, a, &o, &c->sparse, c->r.err, sizeof c->r.err);
+}
+
+/* TEI's sparse form: the non-zero entries as {"index", "value"}, by index. */
+static void sparse_print(tcmd *c, const item *it, int64_t k) {
+    const bert8_sparse_embeddings *r = &c->sparse;
+    print_head(it);
+    printf("\"embedding\":[");
+    for (int64_t j = r->offsets[k]; j < r->offsets[k + 1]; j++) {
+        printf("%s{\"index\":%d,\"value\":", j > r->offsets[k] ? "," : "", r->indices[j]);
+        cli_print_float(stdout, r->values[j]);
+        putchar('}');
+    }
+    printf("]}\n");
+}
+
 /* ---- qa ------------------------------------------------------------------------------------ */
 
 static bert8_status qa_compute(tcmd *c, int64_t n, const bert8_text *a, const bert8_text *b) {
@@ -537,6 +560,7 @@ static void tcmd_free(tcmd *c) {
     free(c->answers);
     bert8_ner_result_free(&c->ner);
     bert8_fill_mask_result_free(&c->fm);
+    bert8_sparse_embeddings_free(&c->sparse);
 }
 
 #define COMMON_USAGE                                                                               \
@@ -667,11 +691,13 @@ int cmd_embed(int argc, char **argv) {
     tcmd c = {.name = "embed", .fa = "text", .fb = "text_pair", .with_model = true, .normalize = -1};
     cli_args a;
     cli_args_init(&a, argc, argv);
-    if (want_help(&a, "usage: bert8 embed MODEL_DIR [--pooling cls|mean|max|mean_sqrt_len_tokens|weightedmean|lasttoken] "
+    if (want_help(&a, "usage: bert8 embed MODEL_DIR [--pooling cls|mean|max|mean_sqrt_len_tokens|weightedmean|lasttoken|splade] "
                       "[--normalize|--no-normalize] [--prompt-name NAME | --prompt TEXT] < lines\n"
                       "  a sentence-transformers folder's modules (pooling, Dense, Normalize) and default prompt apply\n"
                       "  unless flags say otherwise; --prompt-name picks one of config_sentence_transformers.json's\n"
-                      "  prompts, --prompt prepends TEXT (\"\" for none)\n"))
+                      "  prompts, --prompt prepends TEXT (\"\" for none)\n"
+                      "  --pooling splade (masked-LM models): sparse {\"index\", \"value\"} entries, max over tokens of\n"
+                      "  log(1 + relu(logits))\n"))
         return 0;
     long threads, max_len;
     if (!common_options(&c, &a, &threads, &max_len)) return 1;
@@ -680,7 +706,8 @@ int cmd_embed(int argc, char **argv) {
     c.prompt = cli_opt(&a, "--prompt");
     if (c.prompt_name && c.prompt) return cli_error(c.name, "--prompt-name and --prompt cannot both be given");
     bool norm_flag = cli_flag(&a, "--normalize"), no_norm = cli_flag(&a, "--no-normalize");
-    if (pool) {
+    c.splade = pool && !strcmp(pool, "splade");
+    if (pool && !c.splade) {
         static const struct {
             const char *name;
             bert8_pooling p;
@@ -695,7 +722,8 @@ int cmd_embed(int argc, char **argv) {
             if (!strcmp(pool, POOLS[i].name)) c.pool = POOLS[i].p;
         if (c.pool == BERT8_POOLING_DEFAULT)
             return cli_error(c.name,
-                             "--pooling must be cls, mean, max, mean_sqrt_len_tokens, weightedmean or lasttoken, not \"%s\"",
+                             "--pooling must be cls, mean, max, mean_sqrt_len_tokens, weightedmean, lasttoken or splade, "
+                             "not \"%s\"",
                              pool);
     }
     const char *dir = cli_positional(&a);
@@ -712,13 +740,18 @@ int cmd_embed(int argc, char **argv) {
             rc = 2;
         }
     }
-    if (rc < 0) {
+    if (rc < 0 && c.splade && (c.prompt_name || c.prompt || norm_flag || no_norm)) {
+        rc = cli_error(c.name, "--pooling splade takes no prompt and no normalization");
+    } else if (rc < 0 && c.splade && !c.r.info->has_mlm_head) {
+        rc = cli_error(c.name, "--pooling splade needs a masked-LM head, and %s has none (architecture \"%s\")", dir,
+                       c.r.info->architecture);
+    } else if (rc < 0) {
         c.width = bert8_pipeline_get_info(c.r.pl)->dim;
         c.ep = bert8_default_encode_params();
         c.ep.truncation = BERT8_TRUNCATE_LONGEST_FIRST;
         c.ep.max_length = c.max_len;
-        c.compute = embed_compute;
-        c.print = embed_print;
+        c.compute = c.splade ? sparse_compute : embed_compute;
+        c.print = c.splade ? sparse_print : embed_print;
         rc = drive(&c);
     }
     tcmd_free(&c);
