@@ -1441,8 +1441,103 @@ static PyObject *pipeline_ner(Pipeline *p, PyObject *args, PyObject *kw) {
     return result;
 }
 
+static PyObject *pipeline_fill_mask(Pipeline *p, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"texts", "top_k", "max_length", NULL};
+    PyObject *texts_o;
+    long long top_k = 5, max_length = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|LL", kwlist, &texts_o, &top_k, &max_length)) return NULL;
+    if (!pipeline_ready(p)) return NULL;
+    texts a;
+    if (texts_get(texts_o, 0, &a, "texts") < 0) return NULL;
+    bert8_run_options ro = bert8_default_run_options();
+    ro.max_length = max_length;
+    bert8_fill_mask_result r = {0};
+    char err[ERR_LEN] = "";
+    bert8_status st;
+    int threads = p->threads;
+    Py_BEGIN_ALLOW_THREADS
+    bert8_set_threads(threads);
+    st = bert8_fill_mask(p->p, a.n, a.t, &ro, top_k, &r, err, sizeof err);
+    Py_END_ALLOW_THREADS
+    PyObject *result = NULL;
+    if (st != BERT8_OK) {
+        raise_status(st, err);
+    } else if ((result = PyList_New((Py_ssize_t)r.n))) {
+        /* per text, per mask: a list of (score, token, token_str, sequence) */
+        for (int64_t i = 0; result && i < r.n; i++) {
+            const int64_t m0 = r.mask_offsets[i], m1 = r.mask_offsets[i + 1];
+            PyObject *masks = PyList_New((Py_ssize_t)(m1 - m0));
+            for (int64_t m = m0; masks && m < m1; m++) {
+                PyObject *preds = PyList_New((Py_ssize_t)r.top_k);
+                for (int64_t j = 0; preds && j < r.top_k; j++) {
+                    const bert8_fill_mask_pred *pr = &r.preds[m * r.top_k + j];
+                    PyObject *t = Py_BuildValue("(dlss)", (double)pr->score, (long)pr->token, pr->token_str, pr->sequence);
+                    if (!t) Py_CLEAR(preds);
+                    else PyList_SET_ITEM(preds, (Py_ssize_t)j, t);
+                }
+                if (!preds) Py_CLEAR(masks);
+                else PyList_SET_ITEM(masks, (Py_ssize_t)(m - m0), preds);
+            }
+            if (!masks) Py_CLEAR(result);
+            else PyList_SET_ITEM(result, (Py_ssize_t)i, masks);
+        }
+    }
+    bert8_fill_mask_result_free(&r);
+    texts_free(&a);
+    return result;
+}
+
+static PyObject *pipeline_embed_sparse(Pipeline *p, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"texts", "truncate", "max_length", NULL};
+    PyObject *texts_o;
+    int truncate = 1;
+    long long max_length = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|pL", kwlist, &texts_o, &truncate, &max_length)) return NULL;
+    if (!pipeline_ready(p)) return NULL;
+    texts a;
+    if (texts_get(texts_o, 0, &a, "texts") < 0) return NULL;
+    bert8_run_options ro = bert8_default_run_options();
+    ro.truncate = truncate;
+    ro.max_length = max_length;
+    bert8_sparse_embeddings r = {0};
+    char err[ERR_LEN] = "";
+    bert8_status st;
+    int threads = p->threads;
+    Py_BEGIN_ALLOW_THREADS
+    bert8_set_threads(threads);
+    st = bert8_embed_sparse(p->p, a.n, a.t, &ro, &r, err, sizeof err);
+    Py_END_ALLOW_THREADS
+    PyObject *result = NULL;
+    if (st != BERT8_OK) {
+        raise_status(st, err);
+    } else {
+        /* CSR: offsets [n + 1] (int64), indices (int32), values (float32), and the vocabulary size */
+        int64_t n1 = r.n + 1, nnz = r.offsets[r.n];
+        void *po = NULL, *pi = NULL, *pv = NULL;
+        PyObject *o = buffer_alloc('q', 1, &n1, &po), *ix = buffer_alloc('i', 1, &nnz, &pi),
+                 *v = buffer_alloc('f', 1, &nnz, &pv);
+        if (o && ix && v) {
+            memcpy(po, r.offsets, (size_t)n1 * sizeof(int64_t));
+            memcpy(pi, r.indices, (size_t)nnz * sizeof(int32_t));
+            memcpy(pv, r.values, (size_t)nnz * sizeof(float));
+            result = Py_BuildValue("(NNNL)", o, ix, v, (long long)r.dim);
+        } else {
+            Py_XDECREF(o);
+            Py_XDECREF(ix);
+            Py_XDECREF(v);
+        }
+    }
+    bert8_sparse_embeddings_free(&r);
+    texts_free(&a);
+    return result;
+}
+
 static PyMethodDef pipeline_methods[] = {
     {"info", (PyCFunction)pipeline_info, METH_NOARGS, "info() -> dict"},
+    {"fill_mask", (PyCFunction)(void (*)(void))pipeline_fill_mask, METH_VARARGS | METH_KEYWORDS,
+     "fill_mask(texts, top_k=5, max_length=0) -> per text, per mask, a list of (score, token, token_str, sequence)"},
+    {"embed_sparse", (PyCFunction)(void (*)(void))pipeline_embed_sparse, METH_VARARGS | METH_KEYWORDS,
+     "embed_sparse(texts, truncate=True, max_length=0) -> (offsets [n+1], indices, values, vocab_size): SPLADE"},
     {"label", (PyCFunction)pipeline_label, METH_O, "label(i) -> str or None"},
     {"classify", (PyCFunction)(void (*)(void))pipeline_classify, METH_VARARGS | METH_KEYWORDS,
      "classify(texts, pairs=None, truncate=True, truncate_left=False, max_length=0, score_fn=0) -> Buffer [n, labels]"},

@@ -271,6 +271,33 @@ class Pipeline:
             out.append(row)
         return out[0] if isinstance(texts, str) else out
 
+    # ---- masked-LM models ------------------------------------------------------------------
+
+    def fill_mask(self, texts: Texts, *, top_k: int = 5, max_length: Optional[int] = None) -> Any:
+        """transformers' ``pipeline("fill-mask")``: for each mask token of a text, the top_k
+        ``{"score", "token", "token_str", "sequence"}``. A text with one mask gives a list, with
+        several a list per mask; a single text gives its result alone."""
+        a = _as_list(texts, "texts")
+        raw = self._p.fill_mask(a, top_k, max_length or 0)
+        out: List[Any] = []
+        for masks in raw:
+            per = [[{"score": float(sc), "token": int(tok), "token_str": ts, "sequence": seq}
+                    for sc, tok, ts, seq in preds] for preds in masks]
+            out.append(per[0] if len(per) == 1 else per)
+        return out[0] if isinstance(texts, str) else out
+
+    def embed_sparse(self, texts: Texts, *, truncation: bool = True, max_length: Optional[int] = None) -> Any:
+        """SPLADE sparse embeddings (models with a masked-LM head): per text a dict
+        ``{"indices": int32 array, "values": float32 array}`` of the non-zero vocabulary weights,
+        max over tokens of log(1 + relu(logits)), as sentence-transformers' SparseEncoder and
+        TEI's ``--pooling splade``."""
+        a = _as_list(texts, "texts")
+        off, idx, val, vocab = self._p.embed_sparse(a, truncation, max_length or 0)
+        off, idx, val = np.asarray(off), np.asarray(idx), np.asarray(val)
+        out = [{"indices": idx[off[i]:off[i + 1]].copy(), "values": val[off[i]:off[i + 1]].copy(), "dim": int(vocab)}
+               for i in range(len(a))]
+        return out[0] if isinstance(texts, str) else out
+
     def __repr__(self) -> str:
         return f"bert8.Pipeline({getattr(self, 'path', '?')!r}, task={getattr(self, 'task', None)!r})"
 

@@ -358,3 +358,28 @@ def test_splade_matches_transformers(row, texts, torch, transformers, hf_tokeniz
     mean = float(np.mean(overlaps))
     print(f"\n{row['name']}: SPLADE max err {err:.3g}; INT8 top-32 overlap mean {mean:.4f} min {min(overlaps):.3f}")
     assert mean >= 0.95, f"{row['name']}: INT8 keeps {mean:.1%} of the top-32 SPLADE terms"
+
+
+@pytest.mark.parametrize("row", MASKED_LMS, ids=[r["name"] for r in MASKED_LMS])
+def test_fill_mask_and_splade_through_python(row, transformers):
+    """bert8.Pipeline.fill_mask and .embed_sparse give what the CLI gives (which the tests above
+    hold against transformers)."""
+    folder = _folder(row["name"])
+    p = bert8.Pipeline(folder)
+    pipe = transformers.pipeline("fill-mask", model=str(folder), top_k=4)
+    for text in FILL_TEXTS:
+        got, want = p.fill_mask(text, top_k=4), pipe(text)
+        if want and isinstance(want[0], dict):
+            got, want = [got], [want]
+        for gm, wm in zip(got, want):
+            assert [(x["token"], x["token_str"], x["sequence"]) for x in gm] == \
+                [(x["token"], x["token_str"], x["sequence"]) for x in wm]
+            np.testing.assert_allclose([x["score"] for x in gm], [x["score"] for x in wm], atol=1e-5, rtol=0)
+    texts = ["The capital of France is Paris.", "a " * 600, "x"]
+    sparse = p.embed_sparse(texts, max_length=512)
+    cli = _splade_cli(folder, texts)
+    for s, c in zip(sparse, cli):
+        assert s["indices"].tolist() == [e["index"] for e in c]
+        np.testing.assert_allclose(s["values"], [e["value"] for e in c], rtol=1e-6)
+    with pytest.raises(bert8.Error, match="no mask token"):
+        p.fill_mask("no mask here")
