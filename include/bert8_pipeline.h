@@ -319,6 +319,9 @@ typedef struct bert8_sparse_embeddings {
  * (sentence-transformers' SparseEncoder with SpladePooling, TEI's --pooling splade). */
 bert8_status bert8_embed_sparse(const bert8_pipeline *p, int64_t n, const bert8_text *texts,
                                 const bert8_run_options *opt, bert8_sparse_embeddings *out, char *err, size_t err_len);
+/* The same over pre-tokenized inputs (as bert8_embed_ids takes them). */
+bert8_status bert8_embed_sparse_ids(const bert8_pipeline *p, int64_t n, const bert8_token_ids *in,
+                                    bert8_sparse_embeddings *out, char *err, size_t err_len);
 void bert8_sparse_embeddings_free(bert8_sparse_embeddings *r); /* NULL is a no-op */
 
 #ifdef __cplusplus

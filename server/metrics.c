@@ -14,7 +14,7 @@ static const int STATUSES[] = {200, 400, 401, 404, 405, 408, 413, 415, 422, 424,
 
 static const char *const ROUTE_NAMES[R_COUNT] = {
     "/health", "/info", "/metrics", "/embed", "/embed_all", "/predict", "/rerank", "/similarity",
-    "/tokenize", "/decode", "/v1/embeddings", "/", "/docs", "/openapi.json", "other"};
+    "/tokenize", "/decode", "/v1/embeddings", "/", "/docs", "/openapi.json", "/embed_sparse", "other"};
 
 typedef struct hist {
     const char *name, *help;

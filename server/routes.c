@@ -86,6 +86,7 @@ static const struct {
     {"/tokenize", R_TOKENIZE, 1},   {"/decode", R_DECODE, 1},       {"/v1/embeddings", R_OPENAI, 1},
     {"/embeddings", R_OPENAI, 1},   {"/invocations", R_DEFAULT, 1}, {"/docs", R_DOCS, 0},
     {"/docs/", R_DOCS, 0},          {"/openapi.json", R_OPENAPI, 0}, {"/api-doc/openapi.json", R_OPENAPI, 0},
+    {"/embed_sparse", R_EMBED_SPARSE, 1},
 };
 
 srv_route_id srv_route_lookup(const srv_server *s, const char *url, const char *method, int *method_ok) {
@@ -684,10 +685,11 @@ static void job_common(srv_server *s, srv_call *c, srv_kind kind, int truncate, 
 static int alloc_out(srv_call *c, int64_t width, srv_response *r) {
     srv_job *j = &c->job;
     j->width = width;
-    if (j->kind == K_EMBED_ALL) {
+    if (j->kind == K_EMBED_ALL || j->kind == K_SPARSE) {
         j->rows = calloc((size_t)c->n, sizeof *j->rows);
         j->row_count = calloc((size_t)c->n, sizeof *j->row_count);
-        if (j->rows && j->row_count) return 0;
+        if (j->kind == K_SPARSE) j->sp_index = calloc((size_t)c->n, sizeof *j->sp_index);
+        if (j->rows && j->row_count && (j->kind != K_SPARSE || j->sp_index)) return 0;
     } else if ((uint64_t)c->n <= SIZE_MAX / sizeof(float) / (uint64_t)(width > 0 ? width : 1)) {
         j->out = calloc((size_t)c->n * (size_t)(width > 0 ? width : 1), sizeof(float));
         if (j->out) return 0;
@@ -730,6 +732,22 @@ static int embed_parse(srv_server *s, srv_call *c, const cJSON *root, srv_respon
     c->job.embed.normalize = normalize;
     c->job.embed.dimensions = dims;
     return alloc_out(c, c->route == R_EMBED_ALL ? s->info->model->hidden_size : dims ? dims : s->info->dim, r);
+}
+
+/* /embed_sparse: TEI's SPLADE route (inputs, truncate, truncation_direction, prompt_name) */
+static int sparse_parse(srv_server *s, srv_call *c, const cJSON *root, srv_response *r) {
+    int truncate = s->cfg.auto_truncate;
+    bert8_side side = BERT8_SIDE_RIGHT;
+    if (get_bool(root, "truncate", &truncate, r, 0) || get_side(root, &side, r) || get_prompt_name(root, c, r) ||
+        get_inputs(s, c, cJSON_GetObjectItemCaseSensitive(root, "inputs"), "inputs", 1, r))
+        return -1;
+    srv_metrics_count(s->metrics, "te_request_count", "method", c->single ? "single" : "batch");
+    if (need_model(s, c, bert8_pipeline_get_info(s->pipe)->model->has_mlm_head,
+                   "`/embed_sparse` is only available for models with a masked-LM head (SPLADE pooling)", r))
+        return -1;
+    if (acquire(s, c, r) || tokenize_inputs(s, c, truncate, side, 1, r)) return -1;
+    job_common(s, c, K_SPARSE, truncate, side);
+    return alloc_out(c, 0, r);
 }
 
 static int similarity_parse(srv_server *s, srv_call *c, const cJSON *root, srv_response *r) {
@@ -874,7 +892,10 @@ static void call_release(srv_server *s, srv_call *c) {
     if (c->permits) atomic_fetch_sub(&s->inflight, c->permits);
     if (c->job.rows)
         for (int64_t i = 0; i < c->n; i++) free(c->job.rows[i]);
+    if (c->job.sp_index)
+        for (int64_t i = 0; i < c->n; i++) free(c->job.sp_index[i]);
     free(c->job.rows);
+    free(c->job.sp_index);
     free(c->job.row_count);
     free(c->job.out);
     free(c->texts);
@@ -967,6 +988,7 @@ static int route_begin(srv_server *s, srv_route_id route, char *body, size_t len
     case R_EMBED:
     case R_EMBED_ALL:
     case R_OPENAI: rc = embed_parse(s, c, c->root, r); break;
+    case R_EMBED_SPARSE: rc = sparse_parse(s, c, c->root, r); break;
     case R_SIMILARITY: rc = similarity_parse(s, c, c->root, r); break;
     case R_PREDICT: rc = predict_parse(s, c, c->root, r); break;
     case R_RERANK: rc = rerank_parse(s, c, c->root, r); break;
@@ -1051,6 +1073,19 @@ static void build(srv_server *s, srv_call *c, srv_response *r) {
             for (int64_t t = 0; t < j->row_count[i]; t++) {
                 if (t) jb_putc(&b, ',');
                 jb_floats(&b, j->rows[i] + t * w, w);
+            }
+            jb_putc(&b, ']');
+        }
+        jb_putc(&b, ']');
+        break;
+    case R_EMBED_SPARSE: /* [[{"index", "value"}]] */
+        jb_putc(&b, '[');
+        for (int64_t i = 0; i < c->n; i++) {
+            jb_puts(&b, i ? ",[" : "[");
+            for (int64_t t = 0; t < j->row_count[i]; t++) {
+                jb_printf(&b, "%s{\"index\":%d,\"value\":", t ? "," : "", j->sp_index[i][t]);
+                jb_float(&b, j->rows[i][t]);
+                jb_putc(&b, '}');
             }
             jb_putc(&b, ']');
         }

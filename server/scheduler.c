@@ -82,6 +82,29 @@ static bert8_status run_group(srv_sched *s, item **g, size_t n, char *err, size_
         k += g[i]->n;
     }
     bert8_status st;
+    if (j0->kind == K_SPARSE) {
+        bert8_sparse_embeddings sp = {0};
+        st = bert8_embed_sparse_ids(s->p, total, s->ids, &sp, err, err_len);
+        k = 0;
+        for (size_t i = 0; i < n && !st; i++) {
+            srv_job *j = g[i]->job;
+            for (int64_t t = 0; t < g[i]->n && !st; t++, k++) {
+                const int64_t at = g[i]->i0 + t, nz = sp.offsets[k + 1] - sp.offsets[k];
+                j->rows[at] = malloc((size_t)(nz ? nz : 1) * sizeof(float));
+                j->sp_index[at] = malloc((size_t)(nz ? nz : 1) * sizeof(int32_t));
+                if (!j->rows[at] || !j->sp_index[at]) {
+                    st = BERT8_ERR_NOMEM;
+                    snprintf(err, err_len, "out of memory");
+                    break;
+                }
+                memcpy(j->rows[at], sp.values + sp.offsets[k], (size_t)nz * sizeof(float));
+                memcpy(j->sp_index[at], sp.indices + sp.offsets[k], (size_t)nz * sizeof(int32_t));
+                j->row_count[at] = nz;
+            }
+        }
+        bert8_sparse_embeddings_free(&sp);
+        return st;
+    }
     if (j0->kind == K_EMBED_ALL) {
         bert8_token_embeddings te = {0};
         st = bert8_embed_tokens_ids(s->p, total, s->ids, &te, err, err_len);

@@ -83,7 +83,7 @@ char *jb_take(jbuf *b, size_t *len);
 
 typedef enum srv_route_id {
     R_HEALTH, R_INFO, R_METRICS, R_EMBED, R_EMBED_ALL, R_PREDICT, R_RERANK, R_SIMILARITY,
-    R_TOKENIZE, R_DECODE, R_OPENAI, R_DEFAULT, R_DOCS, R_OPENAPI, R_OTHER, R_COUNT
+    R_TOKENIZE, R_DECODE, R_OPENAI, R_DEFAULT, R_DOCS, R_OPENAPI, R_EMBED_SPARSE, R_OTHER, R_COUNT
 } srv_route_id;
 
 typedef enum srv_hist_id {
@@ -109,7 +109,8 @@ const char *srv_route_name(srv_route_id r);
 typedef enum srv_kind {
     K_EMBED,     /* bert8_embed: pooled vectors [n][width] */
     K_EMBED_ALL, /* bert8_embed_tokens: hidden states per token */
-    K_CLASSIFY   /* bert8_classify: scores [n][width] */
+    K_CLASSIFY,  /* bert8_classify: scores [n][width] */
+    K_SPARSE     /* bert8_embed_sparse: SPLADE entries per input (sp_index, rows, row_count) */
 } srv_kind;
 
 /* One request's model work. The route fills the inputs and calls srv_sched_submit; the
@@ -126,8 +127,10 @@ typedef struct srv_job {
     int64_t width;               /* K_EMBED: dimensions; K_CLASSIFY: labels */
     /* outputs */
     float *out;                  /* K_EMBED / K_CLASSIFY: [n][width] */
-    float **rows;                /* K_EMBED_ALL: [n] arrays of [row_count[i]][width] */
-    int64_t *row_count;          /* K_EMBED_ALL: [n] */
+    float **rows;                /* K_EMBED_ALL: [n] arrays of [row_count[i]][width];
+                                    K_SPARSE: [n] arrays of row_count[i] weights */
+    int32_t **sp_index;          /* K_SPARSE: [n] arrays of row_count[i] vocabulary ids */
+    int64_t *row_count;          /* K_EMBED_ALL, K_SPARSE: [n] */
     bert8_status status;
     char err[512];
     /* times, ns since an arbitrary epoch */

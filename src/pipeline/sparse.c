@@ -18,7 +18,7 @@ typedef struct sp_text {
 } sp_text;
 
 typedef struct sp_ctx {
-    const bert8_encoding *enc;
+    const int64_t *row_input; /* a row's input (an encoding's row_input), or NULL: the tag is it */
     bert8_session *s;
     int64_t V, H;
     float *logits; /* [SPLADE_ROWS][V] */
@@ -46,7 +46,7 @@ static bert8_status sp_row(void *ctx, const b8_rowout *o, b8_err *e) {
     }
     int64_t nz = 0;
     for (int64_t j = 0; j < V; j++) nz += acc[j] > 0.0f;
-    sp_text *r = &c->out[c->enc->row_input[o->tag]];
+    sp_text *r = &c->out[c->row_input ? c->row_input[o->tag] : o->tag];
     r->idx = malloc((size_t)(nz ? nz : 1) * sizeof(int32_t));
     r->val = malloc((size_t)(nz ? nz : 1) * sizeof(float));
     if (!r->idx || !r->val) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
@@ -76,15 +76,18 @@ void bert8_sparse_embeddings_free(bert8_sparse_embeddings *r) {
     memset(r, 0, sizeof *r);
 }
 
+/* texts (encoded here) or in (pre-tokenized), one of them NULL. */
 static bert8_status embed_sparse(const bert8_pipeline *p, int64_t n, const bert8_text *texts,
-                                 const bert8_run_options *o, bert8_sparse_embeddings *out, b8_err *e) {
+                                 const bert8_token_ids *in, const bert8_run_options *o, bert8_sparse_embeddings *out,
+                                 b8_err *e) {
     const bert8_model_info *mi = bert8_model_get_info(p->model);
     if (!mi->has_mlm_head)
         return b8_fail(e, BERT8_ERR_UNSUPPORTED,
                        "SPLADE pooling needs a masked-LM head, and the model has none (architecture \"%s\")",
                        mi->architecture);
-    bert8_status st = b8_pipe_check_texts(p, n, texts, "text", false, e);
+    bert8_status st = texts ? b8_pipe_check_texts(p, n, texts, "text", false, e) : BERT8_OK;
     if (st) return st;
+    if (n < 0 || (n > 0 && !texts && !in)) return b8_fail(e, BERT8_ERR_INVALID_ARG, "no inputs for %lld texts", (long long)n);
     const int64_t V = mi->vocab_size;
     sp_priv *pv = calloc(1, sizeof *pv);
     sp_text *per = calloc((size_t)(n > 0 ? n : 1), sizeof *per);
@@ -104,10 +107,15 @@ static bert8_status embed_sparse(const bert8_pipeline *p, int64_t n, const bert8
     for (int64_t i0 = 0; i0 < n && !st; i0 += B8_PIPE_CHUNK) {
         const int64_t nb = n - i0 < B8_PIPE_CHUNK ? n - i0 : B8_PIPE_CHUNK;
         nr = 0;
-        sp_ctx c = {&enc, s, V, mi->hidden_size, logits, acc, per + i0};
+        if (in) { /* pre-tokenized inputs: one call over all of them */
+            sp_ctx c = {NULL, s, V, mi->hidden_size, logits, acc, per};
+            if (!(st = b8_pipe_id_rows(p, n, in, &rows, e))) st = b8_pipe_run(p, rows, n, sp_row, &c, e);
+            break;
+        }
         if ((st = b8_pipe_encode(p, nb, texts + i0, NULL, o, &enc, e)) ||
             (st = b8_pipe_rows(p, &enc, 0, &rows, &nr, &cap, e)))
             break;
+        sp_ctx c = {enc.row_input, s, V, mi->hidden_size, logits, acc, per + i0};
         st = b8_pipe_run(p, rows, nr, sp_row, &c, e);
     }
     if (st) goto done;
@@ -155,5 +163,17 @@ bert8_status bert8_embed_sparse(const bert8_pipeline *p, int64_t n, const bert8_
         return b8_pipe_report(
             b8_fail(&e, BERT8_ERR_INVALID_ARG, "bert8_embed_sparse: pipeline, texts and out must not be NULL"), &e,
             err, err_len);
-    return b8_pipe_report(embed_sparse(p, n, texts, opt, out, &e), &e, err, err_len);
+    return b8_pipe_report(embed_sparse(p, n, texts, NULL, opt, out, &e), &e, err, err_len);
+}
+
+bert8_status bert8_embed_sparse_ids(const bert8_pipeline *p, int64_t n, const bert8_token_ids *in,
+                                    bert8_sparse_embeddings *out, char *err, size_t err_len) {
+    b8_err e;
+    b8_err_clear(&e);
+    if (out) memset(out, 0, sizeof *out);
+    if (!p || !out || (n > 0 && !in))
+        return b8_pipe_report(
+            b8_fail(&e, BERT8_ERR_INVALID_ARG, "bert8_embed_sparse_ids: pipeline, inputs and out must not be NULL"), &e,
+            err, err_len);
+    return b8_pipe_report(embed_sparse(p, n, NULL, in, NULL, out, &e), &e, err, err_len);
 }
