@@ -366,6 +366,7 @@ def test_fill_mask_and_splade_through_python(row, transformers):
     hold against transformers)."""
     folder = _folder(row["name"])
     p = bert8.Pipeline(folder)
+    assert bert8.Model(folder).info["has_mlm_head"]
     pipe = transformers.pipeline("fill-mask", model=str(folder), top_k=4)
     for text in FILL_TEXTS:
         got, want = p.fill_mask(text, top_k=4), pipe(text)
