@@ -118,7 +118,13 @@ def write(res, json_path):
     rows = [row for row in ROWS if row[0] in present]
     L = []
     L.append(f"# bert8 and its peers, side by side ({res['tag']})\n")
-    L.append(f"Sequences per second, median over {st['rounds']} round(s), each system in a fresh process per "
+    done = max((r.get("round", 0) for r in res["runs"]), default=0)
+    if done == st["rounds"] and res.get("finished"):
+        over = f"median over {done} round(s)"
+    else:
+        over = (f"median over the rounds each cell got (the run was stopped in round {done} of {st['rounds']}; "
+                f"the JSON has every value)")
+    L.append(f"Sequences per second, {over}, each system in a fresh process per "
              f"round, {st['threads']} thread(s), sequence length {st['seq']} (columns b=N: batch N of bert8's "
              f"timing ids; columns b=NxS: batch N at S tokens, with the median over rounds of each process's "
              f"p50 and p99 call time). In parentheses: % of the roofline ceiling of the row's precision. "
