@@ -171,3 +171,24 @@ def test_damaged_rotary_checkpoint_names_the_tensor(checkpoints, tmp_path, name,
         bert8.Model(d)
     for w in words:
         assert w in str(ei.value), f"{ei.value!r} lacks {w!r}"
+
+
+def test_keep_fp32_by_the_fused_tensor_name(checkpoints, tmp_path):
+    """keep_fp32 may name a fused checkpoint tensor (GTE's up_gate_proj): that layer's group stays
+    FP32 (the fused tensor is copied), the others are INT8 under their parts' names."""
+    from safetensors import safe_open  # noqa: PLC0415
+
+    d = checkpoints / "gte_s_base"
+    out = tmp_path / "q"
+    bert8.quantize(d, out, SENTENCES * 2, keep_fp32=["*.layer.1.mlp.up_gate_proj.weight"], progress=False)
+    with safe_open(str(out / "model.safetensors"), "np") as f:
+        names = set(f.keys())
+        assert f.get_tensor("encoder.layer.1.mlp.up_gate_proj.weight").dtype == np.float32
+        assert f.get_tensor("encoder.layer.0.mlp.gate_proj.weight").dtype == np.int8
+    assert "encoder.layer.1.mlp.gate_proj.weight" not in names
+    assert "encoder.layer.0.mlp.up_gate_proj.weight" not in names
+    case = np.load(d / "cases.npz")
+    got = _run(bert8.Model(out), case)["last_hidden_state"]
+    fp = _run(bert8.Model(d), case)["last_hidden_state"]
+    real = case["attention_mask"].astype(bool)
+    assert _cos(got[real], fp[real]).mean() > 0.95

@@ -162,13 +162,16 @@ static bool keep_fp32(const char *patterns, const char *name) {
 
 bool b8_group_kept(const bert8_model *m, int64_t l, b8_group g, const char *patterns) {
     const b8_group_desc *d = &b8_group_table[g];
+    char base[256], wname[300];
     for (int i = 0; i < b8_group_nparts(m->cfg.desc, g); i++) {
-        char base[256], wname[300];
         b8_model_part_name(m, l, d->parts[i], base, sizeof base);
         snprintf(wname, sizeof wname, "%s.weight", base);
         if (keep_fp32(patterns, wname)) return true;
     }
-    return false;
+    /* a group the checkpoint stores fused is kept by the fused tensor's name too */
+    if (!b8_fused_name(m->cfg.arch, m->prefix, l, g, base, sizeof base)) return false;
+    snprintf(wname, sizeof wname, "%s.weight", base);
+    return keep_fp32(patterns, wname);
 }
 
 /* Every keep_fp32 pattern must name at least one weight of the model: a pattern that

@@ -534,21 +534,37 @@ static bert8_status ffn_out(bert8_session *s, const rows *r, const b8_layer *ly,
     return BERT8_OK;
 }
 
+/* The GLU pass h = act(gate) * up on rows [m0, m1) of s->gate into s->ffn. */
+typedef struct glu_job {
+    b8_glu_fn fn;
+    const float *gu;
+    float *h;
+    int64_t I;
+    b8_act act;
+} glu_job;
+
+static void glu_rows(void *ctx, int64_t m0, int64_t m1) {
+    const glu_job *j = ctx;
+    j->fn(j->gu + m0 * 2 * j->I, 2 * j->I, m1 - m0, j->I, j->act, j->h + m0 * j->I, j->I);
+}
+
 /* A gated FFN: FFN-in's [M][2I] gate | up product in fp32 (FP32 or INT8), h = act(gate) * up
- * (the GLU pass), then FFN-out on h (quantized by run_group when it runs INT8). */
+ * (the GLU pass: inside an INT8 product on the rows each unit finished, else a pass of its own),
+ * then FFN-out on h (quantized by run_group when it runs INT8). */
 static bert8_status ffn_glu(bert8_session *s, const rows *r, const b8_layer *ly, int64_t layer, double *t) {
     const b8_config *c = &s->model->cfg;
     const int64_t I = c->intermediate_size, M = r->M;
     float *gu = s->gate.p, *h = s->ffn.p;
     const b8_qlinear *qi = ly->q[B8_GROUP_FFN_IN];
+    glu_job gj = {b8_glu_rows_best(), gu, h, I, c->act};
     gcall ic = {B8_GROUP_FFN_IN, s->x.p, ln_ready(s, qi), s->xq.p, s->rowscale.p, gu, 2 * I, NULL, NULL, 0.0f,
-                NULL, NULL};
+                glu_rows, &gj};
     bert8_status st = run_group(s, ly, M, &ic, t);
     if (st) return st;
-    const b8_glu_fn glu = b8_glu_rows_best();
-    const b8_act act = c->act;
+    if (!qi) {
 #pragma omp parallel for schedule(static) if (M * I >= B8_PAR_MIN)
-    for (int64_t i = 0; i < M; i += 16) glu(gu + i * 2 * I, 2 * I, M - i < 16 ? M - i : 16, I, act, h + i * I, I);
+        for (int64_t i = 0; i < M; i += 16) glu_rows(&gj, i, M - i < 16 ? M : i + 16);
+    }
     prof_mark(s, BERT8_OP_FFN_IN, t);
     if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_OUT_IN, h, M, I, I, r->mask);
     return ffn_out(s, r, ly, layer, h, NULL, t);

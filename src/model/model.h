@@ -41,7 +41,7 @@ struct bert8_model {
     const float *word_emb;      /* [vocab][H], or NULL when the rows are int8: */
     const int8_t *word_emb_q;   /* [vocab][H] int8 rows, dequantized on gather with ... */
     const float *word_emb_scale;/* [vocab] one scale per row */
-    const float *pos_emb;       /* [max_pos][H] */
+    const float *pos_emb;       /* [max_pos][H], NULL with rotary positions */
     const float *type_emb;      /* [type_vocab][H] or NULL (DistilBERT) */
     const float *emb_ln_g, *emb_ln_b;
     const float *rel_bias;      /* [rel_buckets][heads], shared by all layers (MPNet), or NULL */
