@@ -589,11 +589,13 @@ TEST(pre_tokenized_inputs_equal_the_text_calls) {
           strstr(err, "no prompts were found"));
     eo.prompt_name = NULL;
     eo.prompt = txt("query: ");
+    const int64_t len1 = in[1].len; /* in[] points into enc: keep what is compared below */
+    const int32_t word1 = in[1].ids[1];
     bert8_encoding_free(&enc);
     /* [CLS] + the prompt's pieces ("query" may be two) + ":" lead the row; the prompt's own [SEP]
      * is not counted (sentence-transformers' prompt_length) */
     CHECKF(bert8_pipeline_encode(p, 1, t + 1, NULL, NULL, &eo, &enc, &plen, err, sizeof err) == BERT8_OK && plen >= 3 &&
-           enc.lengths[0] == in[1].len + plen - 1 && enc.input_ids[plen] == in[1].ids[1],
+           enc.lengths[0] == len1 + plen - 1 && enc.input_ids[plen] == word1,
            "prompt_len %lld, row %lld tokens", (long long)plen, (long long)enc.lengths[0]);
     eo.prompt = (bert8_text){"\xff", 1};
     CHECK(bert8_embed(p, 1, t, NULL, NULL, &eo, ea, err, sizeof err) == BERT8_ERR_ENCODING && strstr(err, "prompt"));
