@@ -541,6 +541,70 @@ TEST(rerank_sorts_by_score_and_embed_tokens_returns_every_token) {
     bert8_pipeline_free(p);
 }
 
+/* The pre-tokenized entry points give what the text calls give, and refuse bad ids by name. */
+TEST(pre_tokenized_inputs_equal_the_text_calls) {
+    bert8_pipeline *p = open_p("models/sst2-bert-mini", NULL);
+    CHECK(p != NULL);
+    if (!p) return;
+    bert8_text t[3] = {txt("a gripping, beautifully acted film"), txt("dull"),
+                       txt("it is neither good nor bad , just long and long and long")};
+    char err[512];
+    bert8_encoding enc = {0};
+    int64_t plen = -1;
+    bert8_run_options ro = bert8_default_run_options();
+    ro.max_length = 8; /* the third is cut */
+    CHECKF(bert8_pipeline_encode(p, 3, t, NULL, &ro, NULL, &enc, &plen, err, sizeof err) == BERT8_OK, "%s", err);
+    CHECK(enc.rows == 3 && plen == 0 && enc.lengths[2] == 8);
+    bert8_token_ids in[3];
+    for (int i = 0; i < 3 && enc.rows == 3; i++)
+        in[i] = (bert8_token_ids){enc.input_ids + i * enc.seq, enc.token_type_ids + i * enc.seq, enc.lengths[i], 0};
+    const int64_t L = bert8_pipeline_get_info(p)->num_labels, D = bert8_pipeline_get_info(p)->dim;
+    float a[3 * 8], b[3 * 8], *ea = malloc(3 * (size_t)D * sizeof(float)), *eb = malloc(3 * (size_t)D * sizeof(float));
+    CHECK(L <= 8 && ea && eb);
+    CHECK(bert8_classify(p, 3, t, NULL, &ro, BERT8_SCORE_NONE, a, err, sizeof err) == BERT8_OK);
+    CHECK(bert8_classify_ids(p, 3, in, BERT8_SCORE_NONE, b, err, sizeof err) == BERT8_OK);
+    for (int64_t i = 0; i < 3 * L; i++) CHECKF(a[i] == b[i], "logit %lld: %g vs %g", (long long)i, a[i], b[i]);
+    CHECK(bert8_embed(p, 3, t, NULL, &ro, NULL, ea, err, sizeof err) == BERT8_OK);
+    CHECK(bert8_embed_ids(p, 3, in, NULL, eb, err, sizeof err) == BERT8_OK);
+    for (int64_t i = 0; i < 3 * D; i++) CHECKF(ea[i] == eb[i], "embedding value %lld differs", (long long)i);
+    bert8_token_embeddings te = {0};
+    CHECK(bert8_embed_tokens_ids(p, 3, in, &te, err, sizeof err) == BERT8_OK && te.n == 3 && te.offsets[3] == enc.lengths[0] + enc.lengths[1] + 8);
+    bert8_token_embeddings_free(&te);
+    /* bad rows, each named */
+    int32_t bad_ids[2] = {101, 1 << 30};
+    bert8_token_ids bad = {bad_ids, NULL, 2, 0};
+    CHECK(bert8_embed_ids(p, 1, &bad, NULL, eb, err, sizeof err) == BERT8_ERR_INVALID_ARG && strstr(err, "outside the vocabulary"));
+    bad = in[0];
+    bad.prompt_len = bad.len + 1;
+    CHECK(bert8_embed_ids(p, 1, &bad, NULL, eb, err, sizeof err) == BERT8_ERR_INVALID_ARG && strstr(err, "prompt_len"));
+    bad.prompt_len = 0;
+    bad.len = bert8_pipeline_get_info(p)->max_length + 1;
+    CHECK(bert8_classify_ids(p, 1, &bad, BERT8_SCORE_NONE, b, err, sizeof err) == BERT8_ERR_TOO_LARGE);
+    bad.len = 0;
+    CHECK(bert8_embed_tokens_ids(p, 1, &bad, &te, err, sizeof err) == BERT8_ERR_INVALID_ARG);
+    /* a prompt on a folder without prompts: the named prompt is unknown, a text prompt works */
+    bert8_embed_options eo = bert8_default_embed_options();
+    eo.prompt_name = "query";
+    CHECK(bert8_embed(p, 1, t, NULL, NULL, &eo, ea, err, sizeof err) == BERT8_ERR_INVALID_ARG &&
+          strstr(err, "no prompts were found"));
+    eo.prompt_name = NULL;
+    eo.prompt = txt("query: ");
+    const int64_t len1 = in[1].len; /* in[] points into enc: keep what is compared below */
+    const int32_t word1 = in[1].ids[1];
+    bert8_encoding_free(&enc);
+    /* [CLS] + the prompt's pieces ("query" may be two) + ":" lead the row; the prompt's own [SEP]
+     * is not counted (sentence-transformers' prompt_length) */
+    CHECKF(bert8_pipeline_encode(p, 1, t + 1, NULL, NULL, &eo, &enc, &plen, err, sizeof err) == BERT8_OK && plen >= 3 &&
+           enc.lengths[0] == len1 + plen - 1 && enc.input_ids[plen] == word1,
+           "prompt_len %lld, row %lld tokens", (long long)plen, (long long)enc.lengths[0]);
+    eo.prompt = (bert8_text){"\xff", 1};
+    CHECK(bert8_embed(p, 1, t, NULL, NULL, &eo, ea, err, sizeof err) == BERT8_ERR_ENCODING && strstr(err, "prompt"));
+    free(ea);
+    free(eb);
+    bert8_encoding_free(&enc);
+    bert8_pipeline_free(p);
+}
+
 int main(void) {
     if (!table_load(tu_shared_path("data/glue/SST-2.dev.tsv"), &g_sst)) {
         printf("cannot read %s\n", tu_shared_path("data/glue/SST-2.dev.tsv"));
@@ -555,6 +619,7 @@ int main(void) {
     RUN(threads_sharing_one_pipeline_get_the_single_threaded_results);
     RUN(bad_calls_fail_with_a_status_and_a_message_naming_the_input);
     RUN(rerank_sorts_by_score_and_embed_tokens_returns_every_token);
+    RUN(pre_tokenized_inputs_equal_the_text_calls);
     table_free(&g_sst);
     return tu_finish();
 }
