@@ -1,6 +1,7 @@
 /* config.c: `bert8 serve` options. TEI's spelling where TEI has the option, and the same
  * environment variable TEI reads for it (the flag wins over the variable). */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -39,7 +40,7 @@ static const opt OPTS[] = {
      "[true|false]  truncate long inputs unless a request says otherwise (true)"},
     {"--pooling", "POOLING", O_POOLING, OFF(pooling), 0, 0,
      "MODE  embedding pooling: cls, mean, max, last-token, weightedmean, mean_sqrt_len_tokens (the folder's "
-     "1_Pooling, else mean)"},
+     "1_Pooling, else mean), or splade (a masked-LM model: POST /embed_sparse)"},
     {"--default-prompt-name", "DEFAULT_PROMPT_NAME", O_STR, OFF(default_prompt_name), 0, 0,
      "NAME  prompt of config_sentence_transformers.json applied when a request names none (none)"},
     {"--default-prompt", "DEFAULT_PROMPT", O_STR, OFF(default_prompt), 0, 0,
@@ -108,13 +109,19 @@ static int set(srv_config *c, const opt *o, const char *v, const char *from) {
                      {"lasttoken", BERT8_POOLING_LAST_TOKEN},
                      {"weightedmean", BERT8_POOLING_WEIGHTED_MEAN},
                      {"mean_sqrt_len_tokens", BERT8_POOLING_MEAN_SQRT_LEN}};
+        srv_config *cfg = (srv_config *)((char *)base - offsetof(srv_config, pooling));
+        cfg->splade = !strcmp(v, "splade");
+        if (cfg->splade) {
+            *p = BERT8_POOLING_DEFAULT;
+            return 0;
+        }
         for (size_t i = 0; i < sizeof POOLS / sizeof *POOLS; i++)
             if (!strcmp(v, POOLS[i].name)) {
                 *p = POOLS[i].p;
                 return 0;
             }
         fprintf(stderr, "bert8 serve: %s: pooling \"%s\" is not supported (cls, mean, max, last-token, weightedmean, "
-                        "mean_sqrt_len_tokens; splade is not served)\n", from, v);
+                        "mean_sqrt_len_tokens, splade)\n", from, v);
         return 2;
     }
     case O_INT: {

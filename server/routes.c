@@ -726,7 +726,10 @@ static int embed_parse(srv_server *s, srv_call *c, const cJSON *root, srv_respon
         if (get_inputs(s, c, cJSON_GetObjectItemCaseSensitive(root, "inputs"), "inputs", 1, r)) return -1;
     }
     srv_metrics_count(s->metrics, "te_request_count", "method", c->single ? "single" : "batch");
-    if (need_model(s, c, s->mtype == MT_EMBEDDING, "Model is not an embedding model", r)) return -1;
+    if (need_model(s, c, s->mtype == MT_EMBEDDING, "Model is not an embedding model", r) ||
+        need_model(s, c, !s->cfg.splade || c->route == R_EMBED_ALL,
+                   "`/embed` is not available for SPLADE models (--pooling splade): use `/embed_sparse`", r))
+        return -1;
     if (acquire(s, c, r) || tokenize_inputs(s, c, truncate, side, 1, r)) return -1;
     job_common(s, c, c->route == R_EMBED_ALL ? K_EMBED_ALL : K_EMBED, truncate, side);
     c->job.embed.normalize = normalize;

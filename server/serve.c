@@ -39,6 +39,11 @@ static int open_model(srv_server *s, char *err, size_t err_len) {
     if (st) return -1;
     s->info = bert8_pipeline_get_info(s->pipe);
     s->tok = bert8_pipeline_tokenizer(s->pipe);
+    if (s->cfg.splade && !s->info->model->has_mlm_head) {
+        snprintf(err, err_len, "--pooling splade needs a masked-LM head, and %s has none (architecture \"%s\")",
+                 s->cfg.model_id, s->info->model->architecture);
+        return -1;
+    }
     switch (s->info->task) {
     case BERT8_TASK_EMBED: s->mtype = MT_EMBEDDING; break;
     case BERT8_TASK_CLASSIFY: s->mtype = s->info->num_labels > 1 ? MT_CLASSIFIER : MT_RERANKER; break;

@@ -36,6 +36,7 @@ typedef struct srv_config {
     int64_t payload_limit;         /* body bytes before 413 (2,000,000) */
     int auto_truncate;             /* default for requests without "truncate" (true) */
     bert8_pooling pooling;         /* DEFAULT: the folder's */
+    int splade;                    /* --pooling splade: /embed_sparse only (a masked-LM head) */
     const char *default_prompt_name; /* TEI: a prompt name applied when a request names none */
     const char *default_prompt;    /* TEI: a prompt text applied when a request names none */
     const char *dense_path;        /* TEI: the Dense module folder */

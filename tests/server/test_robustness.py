@@ -200,7 +200,7 @@ def test_settings_from_environment(serve):
 def test_bad_flags_exit_2(tmp_path):
     import subprocess
     from conftest import BIN
-    for args in (["--port", "x"], ["--pooling", "splade"], ["--max-batch-tokens", "0"], ["--bogus"], []):
+    for args in (["--port", "x"], ["--pooling", "bogus"], ["--max-batch-tokens", "0"], ["--bogus"], []):
         p = subprocess.run([BIN, "serve", *([EMB] if args else []), *args], capture_output=True, timeout=30)
         assert p.returncode == 2, (args, p.stderr)
     p = subprocess.run([BIN, "serve", str(tmp_path), "--port", "0", "--hostname", "127.0.0.1"], capture_output=True,

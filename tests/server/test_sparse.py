@@ -89,3 +89,18 @@ def test_embed_sparse_int8(serve, mlm, tmp_path):
 def test_embed_sparse_needs_a_masked_lm_head(serve):
     r = serve(EMB).post("/embed_sparse", {"inputs": ["hello"]})
     assert r.status_code in (400, 422, 424) and "masked-LM head" in r.json()["error"]
+
+
+def test_pooling_splade_flag(serve, mlm):
+    """TEI's --pooling splade: /embed_sparse as before, /embed refused by name; a model without the
+    head does not start."""
+    import subprocess
+
+    from conftest import BIN
+    s = serve(str(mlm), "--pooling", "splade")
+    _check(s, mlm, SENTENCES[:3])
+    r = s.post("/embed", {"inputs": "hello"})
+    assert r.status_code >= 400 and "/embed_sparse" in r.json()["error"]
+    p = subprocess.run([BIN, "serve", EMB, "--pooling", "splade", "--port", "0", "--hostname", "127.0.0.1"],
+                       capture_output=True, timeout=60)
+    assert p.returncode != 0 and b"masked-LM head" in p.stderr
