@@ -123,7 +123,12 @@ def _cli(*args: str, stdin: str) -> list[dict]:
     return [json.loads(line) for line in r.stdout.decode().splitlines()]
 
 
-@pytest.mark.parametrize("arch", sorted({n.split("_")[0] for n in NAMES if n.endswith("_s_mlm")}))
+# NomicBERT's masked-LM transform takes hidden_act (SiLU), which the FP32 head GEMM's epilogue
+# does not have: its head is not loaded (the encoder is), and fill-mask says so.
+MLM_UNSUPPORTED = {"nomic-bert"}
+
+
+@pytest.mark.parametrize("arch", sorted({n.split("_")[0] for n in NAMES if n.endswith("_s_mlm")} - MLM_UNSUPPORTED))
 def test_fill_mask_matches_transformers(checkpoints, arch):
     """`bert8 fill-mask` against transformers' fill-mask pipeline on the masked-LM checkpoint of
     each architecture: the same tokens, token strings and sequences, scores within 1e-5, for a

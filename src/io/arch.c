@@ -81,7 +81,9 @@ const b8_arch_desc b8_arch_table[] = {
      .parts = ROTARY_PARTS("attention", "attention.o_proj", "attn_ln", "mlp.gate_proj", "mlp.down_proj", "mlp_ln",
                            "mlp.up_proj"),
      .fused = {[B8_GROUP_QKV] = "attention.qkv_proj", [B8_GROUP_FFN_IN] = "mlp.up_gate_proj"}, .fused_up_first = true,
-     .token_types = true, .pos = B8_POS_ROTARY, .pooler = true, .cls = B8_CLS_POOLER},
+     .token_types = true, .pos = B8_POS_ROTARY, .pooler = true, .cls = B8_CLS_POOLER,
+     .mlm_dense = "lm_head.dense", .mlm_norm = "lm_head.norm", .mlm_decoder = "lm_head.decoder",
+     .mlm_bias = "lm_head.bias", .mlm_gelu = true},
     {.arch = BERT8_ARCH_NOMIC_BERT, .name = "nomic_bert", .model_type = "nomic_bert", BERT_KEYS,
      .default_act = "silu",
      .vocab = 30528, .hidden = 768, .layers = 12, .heads = 12, .inter = 3072, .max_pos = 2048, .type_vocab = 2,
@@ -98,7 +100,9 @@ const b8_arch_desc b8_arch_table[] = {
      .prefix = "roberta.", .layer_prefix = "encoder.layers",
      .parts = ROTARY_PARTS("mixer", "mixer.out_proj", "norm1", "mlp.fc1", "mlp.fc2", "norm2", NULL),
      .fused = {[B8_GROUP_QKV] = "mixer.Wqkv"}, .emb_ln = "emb_ln",
-     .token_types = true, .pos = B8_POS_ROTARY, .pooler = true, .cls = B8_CLS_DENSE_TANH},
+     .token_types = true, .pos = B8_POS_ROTARY, .pooler = true, .cls = B8_CLS_DENSE_TANH,
+     .mlm_dense = "lm_head.dense", .mlm_norm = "lm_head.layer_norm", .mlm_decoder = "lm_head.decoder",
+     .mlm_bias = "lm_head.bias", .mlm_gelu = true},
 };
 const int b8_arch_count = (int)(sizeof b8_arch_table / sizeof *b8_arch_table);
 
