@@ -52,6 +52,26 @@ void b8_attention_head__scalar(const float *q, const float *k, const float *v, i
     }
 }
 
+void b8_attention_window__scalar(const float *q, const float *k, const float *v, int64_t ld, int64_t T, int64_t d,
+                                 float alpha, int64_t w, const int32_t *mask, b8_mask_mode mode, float *ctx,
+                                 int64_t ldo, float *scratch) {
+    float *s = scratch;
+    for (int64_t i = 0; i < T; i++) {
+        const int64_t lo = i - w > 0 ? i - w : 0, hi = i + w < T - 1 ? i + w : T - 1, n = hi - lo + 1;
+        for (int64_t j = lo; j <= hi; j++) { /* keys outside the window: no score is formed */
+            float acc = 0.0f;
+            for (int64_t kk = 0; kk < d; kk++) acc = fmaf(q[i * ld + kk], k[j * ld + kk], acc);
+            s[j - lo] = acc * alpha;
+        }
+        b8_softmax_rows__scalar(s, 1, n, mask ? mask + lo : NULL, mode);
+        for (int64_t dd = 0; dd < d; dd++) {
+            float acc = 0.0f;
+            for (int64_t j = 0; j < n; j++) acc = fmaf(s[j], v[(lo + j) * ld + dd], acc);
+            ctx[i * ldo + dd] = acc;
+        }
+    }
+}
+
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 
 AVX512 static inline __mmask16 lanes_left(int64_t left) {

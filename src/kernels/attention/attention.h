@@ -27,6 +27,13 @@ void b8_attention_head__avx2(const float *q, const float *k, const float *v, int
                              float *scratch);
 b8_attention_fn b8_attention_head_best(void);
 
+/* Sliding-window attention (ModernBERT's local layers): query i attends to keys j with
+ * |i - j| <= w only; the scores outside the window are never formed. Arguments as
+ * b8_attention_fn's (no relative bias); scratch holds at least min(T, 2w + 1) floats. */
+void b8_attention_window__scalar(const float *q, const float *k, const float *v, int64_t ld, int64_t T, int64_t d,
+                                 float alpha, int64_t w, const int32_t *mask, b8_mask_mode mode, float *ctx,
+                                 int64_t ldo, float *scratch);
+
 /* ---- INT8 attention (attention_s8.c) ---- */
 
 typedef struct b8_attn_s8_params {
