@@ -236,13 +236,27 @@ static void layernorm_next(bert8_session *s, int64_t M, const float *g, const fl
     for (int64_t r = 0; r < M; r++) ln_rows(&j, r, r + 1);
 }
 
-/* Pre-norm: out = LayerNorm(s->x) on all M rows over the pool, s->x unchanged. */
-static void prenorm(bert8_session *s, int64_t M, const float *g, const float *b, float *out) {
+/* Pre-norm: out = LayerNorm(s->x) on all M rows over the pool, s->x unchanged. When the Linear
+ * it feeds (next) runs INT8, the pass writes next's int8 input into s->xq instead: with the
+ * static scale folded into the LayerNorm (out untouched), or with a scale per row (dynamic)
+ * into s->rowscale; ln_ready(s, next) is then that input. */
+static void prenorm(bert8_session *s, int64_t M, const float *g, const float *b, float *out, const b8_qlinear *next) {
     const b8_config *c = &s->model->cfg;
     const int64_t H = c->hidden_size;
     const float *x = s->x.p;
+    const bool stat = next && next->mode == B8_QMODE_STATIC && next->ln_qg, dyn = next && next->mode == B8_QMODE_DYNAMIC;
 #pragma omp parallel for schedule(static) if (M * H >= B8_PAR_MIN)
-    for (int64_t r = 0; r < M; r++) b8_layernorm_rows_best()(x + r * H, out + r * H, 1, H, g, b, c->layer_norm_eps);
+    for (int64_t r = 0; r < M; r++) {
+        if (stat) {
+            const b8_ln_quant p = {next->ln_qg, next->ln_qb, NULL, NULL, NULL, 0, c->layer_norm_eps};
+            b8_layernorm_quantize_best()(x + r * H, H, 1, H, &p, (int8_t *)s->xq.p + r * H, H);
+            continue;
+        }
+        b8_layernorm_rows_best()(x + r * H, out + r * H, 1, H, g, b, c->layer_norm_eps);
+        if (dyn)
+            b8_quantize_dynamic_best()(out + r * H, H, 1, H, next->in_mul, (int8_t *)s->xq.p + r * H, H,
+                                       (float *)s->rowscale.p + r);
+    }
 }
 
 /* One Linear group on M rows of x ([M][k], row stride k). INT8: xq is the int8 input when an
@@ -354,7 +368,9 @@ static void embed(bert8_session *s, const rows *r) {
             }
         }
     }
-    const b8_qlinear *next = c->num_layers > 0 ? m->layers[0].q[B8_GROUP_QKV] : NULL;
+    /* pre-norm: the embeddings' LayerNorm makes the residual stream, which the first layer
+     * normalizes again (or quantizes itself when it has no LN1) */
+    const b8_qlinear *next = c->num_layers > 0 && !c->desc->pre_norm ? m->layers[0].q[B8_GROUP_QKV] : NULL;
     layernorm_next(s, r->M, m->emb_ln_g, m->emb_ln_b, next);
 }
 
@@ -463,12 +479,13 @@ static bert8_status attention_s8(bert8_session *s, const rows *r, const b8_layer
             fused ? NULL : ctx + r0 * H + h * d, fused ? ctxq + r0 * H + h * d : NULL, H, scratch);
     }
     prof_mark(s, BERT8_OP_ATTENTION, t);
+    const bool pre = c->desc->pre_norm; /* the residual stream stays unnormalized */
     ln_job ln = {s, ly->w[B8_PART_LN1], ly->b[B8_PART_LN1], ly->q[B8_GROUP_FFN_IN]};
     gcall oc = {B8_GROUP_ATTN_OUT, ctx, fused ? ctxq : NULL, s->xq.p, s->rowscale.p, s->x.p, H, NULL, NULL, 0.0f,
-                ln_rows, &ln};
+                pre ? NULL : ln_rows, &ln};
     if ((st = run_group(s, ly, M, &oc, t))) return st;
     prof_mark(s, BERT8_OP_ATTN_OUT, t);
-    ln_after(s, ly, B8_GROUP_ATTN_OUT, M, &ln, t);
+    if (!pre) ln_after(s, ly, B8_GROUP_ATTN_OUT, M, &ln, t);
     (void)layer;
     return BERT8_OK;
 }
@@ -485,17 +502,20 @@ static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *l
     /* pre-norm: attention reads LN1(x) (s->ctx, free until the attention writes it), or x itself
      * in a layer without LN1 */
     const float *xin = x;
+    const int8_t *xq = pre ? NULL : ln_ready(s, ly->q[B8_GROUP_QKV]);
     if (pre && ly->w[B8_PART_LN1]) {
-        prenorm(s, M, ly->w[B8_PART_LN1], ly->b[B8_PART_LN1], ctx);
+        prenorm(s, M, ly->w[B8_PART_LN1], ly->b[B8_PART_LN1], ctx, ly->q[B8_GROUP_QKV]);
         xin = ctx;
+        xq = ln_ready(s, ly->q[B8_GROUP_QKV]);
     }
     if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_QKV_IN, xin, M, H, H, r->mask);
-    const b8_qlinear *qq = ly->q[B8_GROUP_QKV];
-    const b8_qattn *qa = ly->att;
     /* INT8 attention: the QKV product emits int8 Q, K, V, unless Q and K are rotated first (then
      * the fp32 product is rotated and quantized with the same multipliers) */
+    /* a sliding-window layer's attention runs in fp32 between its INT8 products (the INT8
+     * attention kernel has no window) */
+    const b8_qattn *qa = sliding_layer(c, layer) ? NULL : ly->att;
     const bool rot = c->desc->pos == B8_POS_ROTARY, emit = qa && !rot;
-    gcall qc = {B8_GROUP_QKV, xin, pre ? NULL : ln_ready(s, qq), s->xq.p, s->rowscale.p, emit ? NULL : qkv, 3 * H,
+    gcall qc = {B8_GROUP_QKV, xin, xq, s->xq.p, s->rowscale.p, emit ? NULL : qkv, 3 * H,
                 emit ? s->qkvq.p : NULL, emit ? qa->out_mul : NULL, 0.0f, NULL, NULL};
     if ((st = run_group(s, ly, M, &qc, &t))) return st;
     if (rot) rotate_qk(s, r, layer);
@@ -590,7 +610,7 @@ static bert8_status ffn_glu(bert8_session *s, const rows *r, const b8_layer *ly,
     float *gu = s->gate.p, *h = s->ffn.p;
     const b8_qlinear *qi = ly->q[B8_GROUP_FFN_IN];
     glu_job gj = {b8_glu_rows_best(), gu, h, I, c->act};
-    gcall ic = {B8_GROUP_FFN_IN, xin, c->desc->pre_norm ? NULL : ln_ready(s, qi), s->xq.p, s->rowscale.p, gu, 2 * I,
+    gcall ic = {B8_GROUP_FFN_IN, xin, ln_ready(s, qi), s->xq.p, s->rowscale.p, gu, 2 * I,
                 NULL, NULL, 0.0f, glu_rows, &gj};
     bert8_status st = run_group(s, ly, M, &ic, t);
     if (st) return st;
@@ -613,7 +633,7 @@ static bert8_status ffn(bert8_session *s, const rows *r, const b8_layer *ly, int
     const bool pre = c->desc->pre_norm;
     const float *xin = x; /* pre-norm: the FFN reads LN2(x) in s->ctx */
     if (pre) {
-        prenorm(s, M, ly->w[B8_PART_LN2], ly->b[B8_PART_LN2], s->ctx.p);
+        prenorm(s, M, ly->w[B8_PART_LN2], ly->b[B8_PART_LN2], s->ctx.p, ly->q[B8_GROUP_FFN_IN]);
         xin = s->ctx.p;
     }
     if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_IN_IN, xin, M, H, H, r->mask);
@@ -625,7 +645,7 @@ static bert8_status ffn(bert8_session *s, const rows *r, const b8_layer *ly, int
     const bool fused_h = qi && qo && qo->mode == B8_QMODE_STATIC && !s->observe;
     const bool dyn_h = qi && qo && qo->mode == B8_QMODE_DYNAMIC && !s->observe;
     hq_job hj = {s, I, qo ? qo->in_mul : NULL};
-    gcall ic = {B8_GROUP_FFN_IN, xin, pre ? NULL : ln_ready(s, qi), s->xq.p, s->rowscale.p, fused_h ? NULL : h, I,
+    gcall ic = {B8_GROUP_FFN_IN, xin, ln_ready(s, qi), s->xq.p, s->rowscale.p, fused_h ? NULL : h, I,
                 fused_h ? s->hq.p : NULL, fused_h ? qo->in_mul : NULL, fused_h ? qo->a_zero : 0.0f,
                 dyn_h ? hq_rows : NULL, &hj};
     if ((st = run_group(s, ly, M, &ic, &t))) return st;

@@ -460,7 +460,13 @@ bert8_status b8_model_prepare_int8(bert8_model *m, b8_err *e) {
             if (!ly->q[g]) continue;
             /* the LayerNorm whose output feeds the group: folded into it for static scales */
             const float *lg = NULL, *lb = NULL;
-            if (g == B8_GROUP_QKV) {
+            if (m->cfg.desc->pre_norm) { /* the layer's own norms (none before a first layer without LN1) */
+                const b8_part p = g == B8_GROUP_QKV ? B8_PART_LN1 : B8_PART_LN2;
+                if (g == B8_GROUP_QKV || g == B8_GROUP_FFN_IN) {
+                    lg = ly->w[p];
+                    lb = ly->b[p];
+                }
+            } else if (g == B8_GROUP_QKV) {
                 lg = l == 0 ? m->emb_ln_g : m->layers[l - 1].w[B8_PART_LN2];
                 lb = l == 0 ? m->emb_ln_b : m->layers[l - 1].b[B8_PART_LN2];
             } else if (g == B8_GROUP_FFN_IN) {
