@@ -535,6 +535,7 @@ static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *l
     /* one fused pass per (sequence, head); each thread has its own scratch */
     b8_attention_fn att = b8_attention_head_best();
     const int64_t win = sliding_layer(c, layer) ? c->window : -1;
+    const b8_attention_window_fn watt = b8_attention_window_best();
     const size_t per = b8_attention_scratch_floats(r->T, d);
     const int nt = omp_get_max_threads();
     if ((st = b8_buf_reserve(&s->att, (size_t)nt, per * sizeof(float), e))) return st;
@@ -550,8 +551,8 @@ static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *l
         const float *base = qkv + r0 * 3 * H + h * d;
         float *scratch = (float *)s->att.p + (size_t)omp_get_thread_num() * per;
         if (win >= 0)
-            b8_attention_window__scalar(base, base + H, base + 2 * H, 3 * H, len, d, alpha, win,
-                                        r->mask ? r->mask + r0 : NULL, mode, ctx + r0 * H + h * d, H, scratch);
+            watt(base, base + H, base + 2 * H, 3 * H, len, d, alpha, win, r->mask ? r->mask + r0 : NULL, mode,
+                 ctx + r0 * H + h * d, H, scratch);
         else
             att(base, base + H, base + 2 * H, 3 * H, len, d, alpha, r->mask ? r->mask + r0 : NULL, mode,
                 rel_of(s, r, h, len), ctx + r0 * H + h * d, H, scratch);
