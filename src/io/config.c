@@ -206,8 +206,9 @@ static bert8_status kind_theta(const cJSON *root, const char *kind, const char *
     if (tv && !cJSON_IsNumber(tv)) return wrong_type(path, legacy, "a number", tv, e);
     const double theta = tv ? tv->valuedouble : def;
     if (!(theta > 0 && theta <= (double)FLT_MAX))
-        return b8_fail(e, BERT8_ERR_FORMAT, "%s: the rope theta of \"%s\" layers = %.15g is not a finite positive number",
-                       path, kind, theta);
+        return b8_fail(e, BERT8_ERR_FORMAT,
+                       "%s: the rope theta of \"%s\" layers = %.15g is not a finite positive number", path, kind,
+                       theta);
     *out = (float)theta;
     return BERT8_OK;
 }
@@ -224,7 +225,8 @@ static bert8_status parse_sliding(const cJSON *root, const b8_arch_desc *d, b8_c
         return st;
     if (la % 2)
         return b8_fail(e, BERT8_ERR_FORMAT,
-                       "%s: field \"local_attention\" = %lld is odd: the window is local_attention / 2 keys on each side",
+                       "%s: field \"local_attention\" = %lld is odd: the window is local_attention / 2 keys "
+                       "on each side",
                        path, (long long)la);
     cfg->window = la / 2;
     if ((cfg->hidden_size / cfg->num_heads) % 2)

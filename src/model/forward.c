@@ -42,7 +42,8 @@ bert8_status bert8_session_create(const bert8_model *model, bert8_session **out)
 void bert8_session_free(bert8_session *s) {
     if (!s) return;
     b8_buf *bufs[] = {&s->x,     &s->qkv,    &s->ctx,   &s->ffn,   &s->xq,     &s->hq, &s->qkvq,
-                      &s->rowscale, &s->rowscale2, &s->att, &s->gemm_ws, &s->relb, &s->mlm, &s->rope, &s->rope_local, &s->gate,
+                      &s->rowscale, &s->rowscale2, &s->att, &s->gemm_ws, &s->relb, &s->mlm, &s->rope,
+                      &s->rope_local, &s->gate,
                       &s->starts, &s->first,
                       &s->pooled, &s->tmp,   &s->logits, &s->start, &s->end};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) b8_buf_free(bufs[i]);
@@ -244,7 +245,8 @@ static void prenorm(bert8_session *s, int64_t M, const float *g, const float *b,
     const b8_config *c = &s->model->cfg;
     const int64_t H = c->hidden_size;
     const float *x = s->x.p;
-    const bool stat = next && next->mode == B8_QMODE_STATIC && next->ln_qg, dyn = next && next->mode == B8_QMODE_DYNAMIC;
+    const bool stat = next && next->mode == B8_QMODE_STATIC && next->ln_qg;
+    const bool dyn = next && next->mode == B8_QMODE_DYNAMIC;
 #pragma omp parallel for schedule(static) if (M * H >= B8_PAR_MIN)
     for (int64_t r = 0; r < M; r++) {
         if (stat) {

@@ -182,7 +182,8 @@ AVX512 void b8_attention_window__avx512(const float *q, const float *k, const fl
         const int64_t nb = bhi - blo + 1;
         if (rb == RB) scores_block(q + i * ld, ld, d, kt + blo, tp, round_up(nb, CW), alpha, s, RB);
         else /* the last rows one by one (a constant row count keeps the blocks' registers) */
-            for (int r = 0; r < rb; r++) scores_block(q + (i + r) * ld, ld, d, kt + blo, tp, round_up(nb, CW), alpha, s + r * tp, 1);
+            for (int r = 0; r < rb; r++)
+                scores_block(q + (i + r) * ld, ld, d, kt + blo, tp, round_up(nb, CW), alpha, s + r * tp, 1);
         for (int r = 0; r < rb; r++) {
             const int64_t lo = i + r - w > 0 ? i + r - w : 0, hi = i + r + w < T - 1 ? i + r + w : T - 1;
             float *sr = s + r * tp;
@@ -192,7 +193,8 @@ AVX512 void b8_attention_window__avx512(const float *q, const float *k, const fl
         }
         if (rb == RB) context_block(s, tp, v + blo * ld, ld, nb, d, ctx + i * ldo, ldo, RB);
         else
-            for (int r = 0; r < rb; r++) context_block(s + r * tp, tp, v + blo * ld, ld, nb, d, ctx + (i + r) * ldo, ldo, 1);
+            for (int r = 0; r < rb; r++)
+                context_block(s + r * tp, tp, v + blo * ld, ld, nb, d, ctx + (i + r) * ldo, ldo, 1);
     }
 }
 
