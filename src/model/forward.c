@@ -446,9 +446,13 @@ static bert8_status attention_s8(bert8_session *s, const rows *r, const b8_layer
     const b8_mask_mode mode = c->desc->mask_replace ? B8_MASK_REPLACE_MIN : B8_MASK_ADD_MIN;
     const b8_attn_s8_params ap = {qa->sq * qa->sk / sqrtf((float)d), qa->sv, NULL, NULL, NULL};
     b8_attention_s8_fn att = b8_attention_s8_best();
+    const int64_t win = sliding_layer(c, layer) ? c->window : -1;
+    const b8_attention_s8_window_fn watt = win >= 0 ? b8_attention_s8_window_best() : NULL;
     /* per thread: the kernel's scratch, then d floats for V's channel scales times the next
      * GEMM's input multipliers */
-    const size_t kbytes = (b8_attention_s8_scratch_bytes(r->T, d) + 63) & ~(size_t)63;
+    const size_t kbytes =
+        ((watt ? b8_attention_s8_window_scratch_bytes(r->T, d) : b8_attention_s8_scratch_bytes(r->T, d)) + 63) &
+        ~(size_t)63;
     const size_t per = (kbytes + (size_t)d * sizeof(float) + 63) & ~(size_t)63;
     const int nt = omp_get_max_threads();
     bert8_status st;
@@ -477,8 +481,12 @@ static bert8_status attention_s8(bert8_session *s, const rows *r, const b8_layer
         } else if (qa->sv_ch) {
             p.ch_mul = qa->sv_ch + h * d;
         }
-        att(base, base + H, base + 2 * H, 3 * H, len, d, &p, r->mask ? r->mask + r0 : NULL, mode,
-            fused ? NULL : ctx + r0 * H + h * d, fused ? ctxq + r0 * H + h * d : NULL, H, scratch);
+        if (watt)
+            watt(base, base + H, base + 2 * H, 3 * H, len, d, &p, win, r->mask ? r->mask + r0 : NULL,
+                 fused ? NULL : ctx + r0 * H + h * d, fused ? ctxq + r0 * H + h * d : NULL, H, scratch);
+        else
+            att(base, base + H, base + 2 * H, 3 * H, len, d, &p, r->mask ? r->mask + r0 : NULL, mode,
+                fused ? NULL : ctx + r0 * H + h * d, fused ? ctxq + r0 * H + h * d : NULL, H, scratch);
     }
     prof_mark(s, BERT8_OP_ATTENTION, t);
     const bool pre = c->desc->pre_norm; /* the residual stream stays unnormalized */
@@ -513,9 +521,9 @@ static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *l
     if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_QKV_IN, xin, M, H, H, r->mask);
     /* INT8 attention: the QKV product emits int8 Q, K, V, unless Q and K are rotated first (then
      * the fp32 product is rotated and quantized with the same multipliers) */
-    /* a sliding-window layer's attention runs in fp32 between its INT8 products (the INT8
-     * attention kernel has no window) */
-    const b8_qattn *qa = sliding_layer(c, layer) ? NULL : ly->att;
+    /* a sliding-window layer's INT8 attention needs the window kernel (VNNI); without it the
+     * attention runs in fp32 between the INT8 products */
+    const b8_qattn *qa = sliding_layer(c, layer) && !b8_attention_s8_window_best() ? NULL : ly->att;
     const bool rot = c->desc->pos == B8_POS_ROTARY, emit = qa && !rot;
     gcall qc = {B8_GROUP_QKV, xin, xq, s->xq.p, s->rowscale.p, emit ? NULL : qkv, 3 * H,
                 emit ? s->qkvq.p : NULL, emit ? qa->out_mul : NULL, 0.0f, NULL, NULL};

@@ -86,4 +86,23 @@ void b8_attention_s8__amx(const int8_t *q, const int8_t *k, const int8_t *v, int
                           int64_t ldo, void *scratch);
 b8_attention_s8_fn b8_attention_s8_best(void);
 
+/* INT8 sliding-window attention: query i sees keys |i - j| <= w only (no relative bias); the
+ * scores outside a row's window, from its first key rounded down to a multiple of 16, are never
+ * formed. Arguments as b8_attention_s8_fn's; scratch holds
+ * b8_attention_s8_window_scratch_bytes(T, d), 64-byte aligned. The VNNI kernel and its scalar
+ * twin agree bit for bit. */
+typedef void (*b8_attention_s8_window_fn)(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T,
+                                          int64_t d, const b8_attn_s8_params *p, int64_t w, const int32_t *mask,
+                                          float *ctx, int8_t *ctxq, int64_t ldo, void *scratch);
+size_t b8_attention_s8_window_scratch_bytes(int64_t T, int64_t d);
+void b8_attention_s8_window__scalar(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T,
+                                    int64_t d, const b8_attn_s8_params *p, int64_t w, const int32_t *mask,
+                                    float *ctx, int8_t *ctxq, int64_t ldo, void *scratch);
+void b8_attention_s8_window__avx512vnni(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T,
+                                        int64_t d, const b8_attn_s8_params *p, int64_t w, const int32_t *mask,
+                                        float *ctx, int8_t *ctxq, int64_t ldo, void *scratch);
+/* The VNNI kernel where the dispatcher runs VNNI or AMX INT8 attention, else NULL (sliding layers
+ * then run fp32 attention between their INT8 products). */
+b8_attention_s8_window_fn b8_attention_s8_window_best(void);
+
 #endif
