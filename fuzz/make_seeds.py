@@ -195,6 +195,25 @@ def seeds_config():
     put("config", "edge_jina_rope_scaling", '{"model_type":"jina_embeddings_v3","rope_scaling":{"type":"yarn"}}')
     put("config", "edge_rope_odd_head", '{"model_type":"gte","hidden_size":30,"num_attention_heads":2,'
                                         '"rope_parameters":{"rope_theta":-1}}')
+    # ModernBERT: layer_types / global_attn_every_n_layers, local_attention (even), rope_parameters
+    # per layer kind and the legacy global_rope_theta / local_rope_theta, norm_eps, the head's options
+    put("config", "edge_modernbert", json.dumps({"model_type": "modernbert", "hidden_size": 64, "num_hidden_layers": 3,
+                                                 "num_attention_heads": 4, "intermediate_size": 96,
+                                                 "layer_types": ["full_attention", "sliding_attention",
+                                                                 "sliding_attention"],
+                                                 "local_attention": 16, "norm_eps": 1e-5,
+                                                 "rope_parameters": {"full_attention": {"rope_type": "default",
+                                                                                        "rope_theta": 160000.0},
+                                                                     "sliding_attention": {"rope_type": "default",
+                                                                                           "rope_theta": 10000.0}},
+                                                 "classifier_pooling": "mean", "classifier_activation": "gelu",
+                                                 "hidden_activation": "gelu"}, indent=2))
+    put("config", "edge_modernbert_legacy", '{"model_type":"modernbert","global_attn_every_n_layers":2,'
+                                            '"global_rope_theta":80000,"local_rope_theta":5000,"num_hidden_layers":4}')
+    put("config", "edge_modernbert_odd_window", '{"model_type":"modernbert","local_attention":15}')
+    put("config", "edge_modernbert_layer_types", '{"model_type":"modernbert","num_hidden_layers":2,'
+                                                 '"layer_types":["full_attention","chunked_attention"]}')
+    put("config", "edge_modernbert_bias", '{"model_type":"modernbert","attention_bias":true}')
     put("config", "edge_id2label_sparse",
         text.replace('"id2label": {', '"id2label": {"7": "X", ', 1))
 

@@ -77,7 +77,8 @@ typedef enum bert8_arch {
     BERT8_ARCH_MPNET,
     BERT8_ARCH_GTE,
     BERT8_ARCH_NOMIC_BERT,
-    BERT8_ARCH_JINA_V3
+    BERT8_ARCH_JINA_V3,
+    BERT8_ARCH_MODERNBERT
 } bert8_arch;
 
 /* "bert", "distilbert", "xlm-roberta", "roberta", "camembert", "mpnet", "gte", "nomic_bert",

@@ -42,6 +42,11 @@ ARCHS = {
     "nomic-bert": (tf.NomicBertConfig, {"pad_token_id": 0, "rope_parameters": {"rope_type": "default",
                                                                            "rope_theta": 500.0}}, "NomicBert"),
     "jina-v3": (tf.JinaEmbeddingsV3Config, {"pad_token_id": 1, "type_vocab_size": 1}, "JinaEmbeddingsV3"),
+    # pre-norm, GeGLU, no biases, a sliding window of 16 keys (8 each side) in every layer but
+    # each second one, its own rope theta; the head's mean pooling
+    "modernbert": (tf.ModernBertConfig, {"pad_token_id": 0, "local_attention": 16, "global_attn_every_n_layers": 2,
+                                         "norm_eps": 1e-5, "global_rope_theta": 10000.0, "local_rope_theta": 500.0,
+                                         "classifier_pooling": "mean"}, "ModernBert"),
 }
 HEADS = {"base": "Model", "seqcls": "ForSequenceClassification", "tokcls": "ForTokenClassification",
          "qa": "ForQuestionAnswering", "mlm": "ForMaskedLM"}
@@ -68,7 +73,8 @@ def config_of(arch: str, shape: str, head: str):
 def perturb(model: torch.nn.Module, gen: torch.Generator) -> None:
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if "layernorm" in name.lower() or "layer_norm" in name:  # post_attention_layernorm too
+            if ("layernorm" in name.lower() or "layer_norm" in name  # post_attention_layernorm too
+                    or name.endswith(("norm.weight", "norm.bias"))):  # ModernBERT's attn_norm, final_norm
                 base = 1.0 if name.endswith("weight") else 0.0
                 p.copy_(base + 0.2 * torch.randn(p.shape, generator=gen))
             elif "relative_attention_bias" in name:

@@ -266,6 +266,61 @@ TEST(attention_twins_bit_exact_and_correct) {
         }
 }
 
+/* Sliding-window attention (ModernBERT): the AVX-512 twin bit for bit against the scalar one, both
+ * against double-precision attention over |i - j| <= w only, and a window covering every key equal
+ * to full attention (within rounding). */
+TEST(window_attention_twins_bit_exact_and_correct) {
+    static const int64_t TS[] = {1, 3, 5, 16, 17, 64, 130};
+    static const int64_t DS[] = {1, 16, 48, 64, 80};
+    static const int64_t WS[] = {0, 1, 2, 5, 8, 64, 200};
+    for (size_t ti = 0; ti < sizeof TS / sizeof *TS; ti++)
+        for (size_t di = 0; di < sizeof DS / sizeof *DS; di++)
+            for (size_t wi = 0; wi < sizeof WS / sizeof *WS; wi++) {
+                const int64_t T = TS[ti], d = DS[di], w = WS[wi], ld = 3 * d + 5, ldo = d + 3;
+                float *qkv = malloc(sizeof(float) * (size_t)(T * ld));
+                float *c1 = calloc((size_t)(T * ldo), sizeof(float)), *c2 = calloc((size_t)(T * ldo), sizeof(float));
+                float *scr = malloc(sizeof(float) * b8_attention_scratch_floats(T, d));
+                int32_t *mask = malloc(sizeof(int32_t) * (size_t)T);
+                for (int64_t i = 0; i < T * ld; i++) qkv[i] = frand(1.5f);
+                for (int64_t j = 0; j < T; j++) mask[j] = j < T - T / 4; /* padding at the end */
+                const float alpha = 1.0f / sqrtf((float)d);
+                for (int mode = 0; mode < 2; mode++) {
+                    const int32_t *mk = mode ? mask : NULL;
+                    b8_attention_window__scalar(qkv, qkv + d, qkv + 2 * d, ld, T, d, alpha, w, mk, (b8_mask_mode)mode, c1,
+                                                ldo, scr);
+                    if (b8_cpu_allows(B8_ISA_AVX512)) {
+                        memset(c2, 0, sizeof(float) * (size_t)(T * ldo));
+                        b8_attention_window__avx512(qkv, qkv + d, qkv + 2 * d, ld, T, d, alpha, w, mk, (b8_mask_mode)mode,
+                                                    c2, ldo, scr);
+                        CHECKF(memcmp(c1, c2, sizeof(float) * (size_t)(T * ldo)) == 0, "window T=%lld d=%lld w=%lld mode=%d",
+                               (long long)T, (long long)d, (long long)w, mode);
+                    }
+                    for (int64_t i = 0; i < T; i += (T > 8 ? 5 : 1)) {
+                        double sc[130], mx = -1e300, sum = 0;
+                        int64_t seen = 0;
+                        for (int64_t j = 0; j < T; j++) {
+                            double a = 0;
+                            for (int64_t k = 0; k < d; k++) a += (double)qkv[i * ld + k] * qkv[j * ld + d + k];
+                            const bool in = (i > j ? i - j : j - i) <= w, keep = in && !(mk && !mk[j]);
+                            sc[j] = keep ? a * alpha : -1e300;
+                            seen += keep;
+                            if (sc[j] > mx) mx = sc[j];
+                        }
+                        if (!seen) continue; /* every key of the window masked: no reference */
+                        for (int64_t j = 0; j < T; j++) sum += (sc[j] = sc[j] <= -1e299 ? 0.0 : exp(sc[j] - mx));
+                        for (int64_t k = 0; k < d; k++) {
+                            double want = 0;
+                            for (int64_t j = 0; j < T; j++) want += sc[j] / sum * qkv[j * ld + 2 * d + k];
+                            CHECKF(fabs(c1[i * ldo + k] - want) < 1e-4, "window T=%lld d=%lld w=%lld: %g vs %g",
+                                   (long long)T, (long long)d, (long long)w, c1[i * ldo + k], want);
+                        }
+                    }
+                    if (ldo > d) CHECK(c1[ldo - 1] == 0.0f);
+                }
+                free(qkv), free(c1), free(c2), free(scr), free(mask);
+            }
+}
+
 /* INT8 attention: the AMX, VNNI and AVX2 kernels against their scalar twin bit for bit (fp32 and int8 outputs),
  * and the scalar twin against double-precision attention on the dequantized Q, K, V. */
 TEST(int8_attention_twins_bit_exact_and_close_to_fp32) {
@@ -399,6 +454,75 @@ TEST(int8_attention_with_every_key_masked) {
     }
 }
 
+/* INT8 sliding-window attention: the VNNI kernel against its scalar twin bit for bit (fp32 and int8
+ * outputs, padding masks), and the scalar twin against double-precision windowed attention on the
+ * dequantized Q, K, V. */
+TEST(int8_window_attention_twins_bit_exact_and_close_to_fp32) {
+    static const int64_t TS[] = {1, 3, 5, 16, 17, 40, 130};
+    static const int64_t DS[] = {4, 16, 20, 64, 80};
+    static const int64_t WS[] = {0, 1, 3, 8, 17, 64, 200};
+    const bool vnni = b8_cpu_allows(B8_ISA_AVX512_VNNI);
+    for (size_t ti = 0; ti < sizeof TS / sizeof *TS; ti++)
+        for (size_t di = 0; di < sizeof DS / sizeof *DS; di++)
+            for (size_t wi = 0; wi < sizeof WS / sizeof *WS; wi++) {
+                const int64_t T = TS[ti], d = DS[di], w = WS[wi], ld = 3 * d + 5, ldo = d + 3;
+                int8_t *qkv = malloc((size_t)(T * ld)), *o1 = calloc((size_t)(T * ldo), 1);
+                int8_t *o2 = calloc((size_t)(T * ldo), 1);
+                float *c1 = calloc((size_t)(T * ldo), sizeof(float)), *c2 = calloc((size_t)(T * ldo), sizeof(float));
+                float *mul = malloc((size_t)d * sizeof(float));
+                void *scr = b8_malloc_aligned(b8_attention_s8_window_scratch_bytes(T, d));
+                int32_t *mask = malloc(sizeof(int32_t) * (size_t)T);
+                for (int64_t i = 0; i < T * ld; i++) qkv[i] = (int8_t)(frand(254.0f));
+                for (int64_t j = 0; j < T; j++) mask[j] = j < T - T / 3; /* padding at the end */
+                for (int64_t k = 0; k < d; k++) mul[k] = 40.0f + frand(30.0f);
+                const float sq = 0.02f, sk = 0.015f, sv = 0.03f;
+                for (int useMask = 0; useMask < 2; useMask++) {
+                    const int32_t *mk = useMask ? mask : NULL;
+                    const b8_attn_s8_params p = {sq * sk / sqrtf((float)d), sv, mul, NULL, NULL};
+                    b8_attention_s8_window__scalar(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, w, mk, c1, NULL, ldo, scr);
+                    b8_attention_s8_window__scalar(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, w, mk, NULL, o1, ldo, scr);
+                    if (vnni) {
+                        memset(c2, 0, sizeof(float) * (size_t)(T * ldo));
+                        memset(o2, 0, (size_t)(T * ldo));
+                        b8_attention_s8_window__avx512vnni(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, w, mk, c2, NULL, ldo,
+                                                           scr);
+                        b8_attention_s8_window__avx512vnni(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, w, mk, NULL, o2, ldo,
+                                                           scr);
+                        CHECKF(memcmp(c1, c2, sizeof(float) * (size_t)(T * ldo)) == 0 &&
+                                   memcmp(o1, o2, (size_t)(T * ldo)) == 0,
+                               "int8 window T=%lld d=%lld w=%lld mask=%d", (long long)T, (long long)d, (long long)w,
+                               useMask);
+                    }
+                    /* against double precision over the window's real keys (rows that have one) */
+                    double worst = 0;
+                    for (int64_t i = 0; i < T; i++) {
+                        double sc[130], mx = -1e300, sum = 0;
+                        int64_t seen = 0;
+                        for (int64_t j = 0; j < T; j++) {
+                            double a = 0;
+                            for (int64_t k = 0; k < d; k++) a += (double)qkv[i * ld + k] * sq * qkv[j * ld + d + k] * sk;
+                            const bool keep = (i > j ? i - j : j - i) <= w && !(mk && !mk[j]);
+                            sc[j] = keep ? a / sqrt((double)d) : -1e300;
+                            seen += keep;
+                            if (sc[j] > mx) mx = sc[j];
+                        }
+                        if (!seen) continue;
+                        for (int64_t j = 0; j < T; j++) sum += (sc[j] = sc[j] <= -1e299 ? 0.0 : exp(sc[j] - mx));
+                        for (int64_t k = 0; k < d; k++) {
+                            double want = 0;
+                            for (int64_t j = 0; j < T; j++) want += sc[j] / sum * qkv[j * ld + 2 * d + k] * sv;
+                            const double e = fabs(c1[i * ldo + k] - want);
+                            worst = e > worst ? e : worst;
+                        }
+                    }
+                    CHECKF(worst < 4.0 / 255 * 127 * sv, "int8 window T=%lld d=%lld w=%lld: deviates %.3g", (long long)T,
+                           (long long)d, (long long)w, worst);
+                }
+                free(qkv), free(o1), free(o2), free(c1), free(c2), free(mul), free(mask);
+                b8_free_aligned(scr);
+            }
+}
+
 int main(void) {
     RUN(expf_approx_close_to_libm);
     RUN(softmax_simd_twins_match_scalar_bit_exact);
@@ -409,5 +533,7 @@ int main(void) {
     RUN(attention_twins_bit_exact_and_correct);
     RUN(int8_attention_twins_bit_exact_and_close_to_fp32);
     RUN(int8_attention_with_every_key_masked);
+    RUN(window_attention_twins_bit_exact_and_correct); /* last: its random draws leave the others' data as before */
+    RUN(int8_window_attention_twins_bit_exact_and_close_to_fp32);
     return tu_finish();
 }

@@ -103,6 +103,22 @@ const b8_arch_desc b8_arch_table[] = {
      .token_types = true, .pos = B8_POS_ROTARY, .pooler = true, .cls = B8_CLS_DENSE_TANH,
      .mlm_dense = "lm_head.dense", .mlm_norm = "lm_head.layer_norm", .mlm_decoder = "lm_head.decoder",
      .mlm_bias = "lm_head.bias", .mlm_gelu = true},
+    /* ModernBERT: pre-norm, rotary positions with a theta per layer kind, alternating global and
+     * sliding-window attention, GeGLU (Wi's first half is activated), no biases anywhere */
+    {.arch = BERT8_ARCH_MODERNBERT, .name = "modernbert", .model_type = "modernbert",
+     .key_hidden = "hidden_size", .key_layers = "num_hidden_layers", .key_heads = "num_attention_heads",
+     .key_inter = "intermediate_size", .key_act = "hidden_activation",
+     .vocab = 50368, .hidden = 768, .layers = 22, .heads = 12, .inter = 1152, .max_pos = 8192, .type_vocab = 0,
+     .pad = 50283, .eps = 1e-5, .key_eps = "norm_eps", .rope_theta = 160000.0, .rope_theta_local = 10000.0,
+     .ffn = B8_FFN_GLU,
+     .no_bias = {[B8_GROUP_QKV] = true, [B8_GROUP_ATTN_OUT] = true, [B8_GROUP_FFN_IN] = true,
+                 [B8_GROUP_FFN_OUT] = true},
+     .prefix = "model.", .layer_prefix = "layers",
+     .parts = ROTARY_PARTS("attn", "attn.Wo", "attn_norm", "mlp.Wi_gate", "mlp.Wo", "mlp_norm", "mlp.Wi_up"),
+     .fused = {[B8_GROUP_QKV] = "attn.Wqkv", [B8_GROUP_FFN_IN] = "mlp.Wi"}, .emb_ln = "embeddings.norm",
+     .word_emb = "embeddings.tok_embeddings", .ln_no_bias = true, .pre_norm = true, .final_norm = "final_norm",
+     .sliding = true, .pos = B8_POS_ROTARY, .cls = B8_CLS_HEAD_NORM, .head_no_bias = true,
+     .mlm_dense = "head.dense", .mlm_norm = "head.norm", .mlm_decoder = "decoder", .mlm_bias = "decoder.bias"},
 };
 const int b8_arch_count = (int)(sizeof b8_arch_table / sizeof *b8_arch_table);
 

@@ -34,7 +34,10 @@ typedef enum b8_cls_head {
     B8_CLS_POOLER,    /* BERT: the pooler (dense + tanh on the first token), then "classifier" */
     B8_CLS_DENSE_TANH,/* RoBERTa, XLM-R, MPNet: "classifier.dense" + tanh on the first token, then
                          "classifier.out_proj" */
-    B8_CLS_PRE_RELU   /* DistilBERT: "pre_classifier" + ReLU on the first token, then "classifier" */
+    B8_CLS_PRE_RELU,  /* DistilBERT: "pre_classifier" + ReLU on the first token, then "classifier" */
+    B8_CLS_HEAD_NORM  /* ModernBERT: "head.dense" + classifier_activation + "head.norm" on the first
+                         token or the mean of the tokens (classifier_pooling), then "classifier";
+                         token classification and QA run the same transform on every token */
 } b8_cls_head;
 
 typedef struct b8_arch_desc {
@@ -46,6 +49,7 @@ typedef struct b8_arch_desc {
     const char *default_act;    /* hidden_act's default, NULL for "gelu" */
     int64_t vocab, hidden, layers, heads, inter, max_pos, type_vocab, pad;
     double eps;                 /* layer_norm_eps default */
+    const char *key_eps;        /* its config.json field, NULL for "layer_norm_eps" */
     bool eps_fixed;             /* the model ignores config.json's layer_norm_eps (DistilBERT) */
     bool abs_pos_type;          /* config.json may name "position_embedding_type" (only "absolute") */
     double rope_theta;          /* B8_POS_ROTARY: theta when config.json gives none (rope_parameters
@@ -64,6 +68,20 @@ typedef struct b8_arch_desc {
     const char *fused[B8_GROUP_COUNT];
     bool fused_up_first;
     const char *emb_ln;         /* the embedding LayerNorm, NULL for "embeddings.LayerNorm" */
+    const char *word_emb;       /* the word embeddings, NULL for "embeddings.word_embeddings" */
+    bool ln_no_bias;            /* no LayerNorm has a bias (norm_bias false): the loader uses zeros */
+    /* Pre-norm layers: LN1 normalizes the layer's input for attention (a layer without it stored,
+     * ModernBERT's first, takes its input as is), LN2 the residual stream for the FFN; the
+     * residual stream itself is never normalized until final_norm after the last layer. Post-norm
+     * (false): LN1 after attention's residual add, LN2 after the FFN's. */
+    bool pre_norm;
+    const char *final_norm;     /* pre_norm: the LayerNorm after the last layer */
+    /* Layers of two kinds (config.json "layer_types", else every global_attn_every_n_layers-th
+     * layer global): "full_attention" and "sliding_attention", whose query i sees keys j with
+     * |i - j| <= local_attention / 2; rope_parameters per kind ("global_rope_theta" and
+     * "local_rope_theta" in older files) */
+    bool sliding;
+    double rope_theta_local;    /* sliding layers' theta default */
     bool token_types;           /* has embeddings.token_type_embeddings (and token_type_ids) */
     b8_pos_ids pos;
     const char *rel_bias;       /* relative-position bias shared by all layers, [buckets][heads]
@@ -75,6 +93,7 @@ typedef struct b8_arch_desc {
                                    added (DistilBERT) */
     bool pooler;                /* the base model may have pooler.dense */
     b8_cls_head cls;
+    bool head_no_bias;          /* B8_CLS_HEAD_NORM: "head.dense" has no bias (classifier_bias false) */
     bool bare_classifier_tokens;/* with no "architectures", a lone classifier.weight means token
                                    classification (DistilBERT) rather than sequence */
     /* The masked-LM head, loaded when its transform is stored (no base prefix): a dense layer +

@@ -187,6 +187,99 @@ static bert8_status parse_rotary(const cJSON *root, const b8_arch_desc *d, b8_co
     return BERT8_OK;
 }
 
+/* One layer kind's theta (desc->sliding): rope_parameters[kind] {"rope_type": "default",
+ * "rope_theta"}, else the legacy top-level field legacy, else the default. */
+static bert8_status kind_theta(const cJSON *root, const char *kind, const char *legacy, double def, float *out,
+                               const char *path, b8_err *e) {
+    const cJSON *rp = field(root, "rope_parameters");
+    const cJSON *k = rp && cJSON_IsObject(rp) ? field(rp, kind) : NULL;
+    if (k && !cJSON_IsObject(k)) return wrong_type(path, "rope_parameters.<layer type>", "an object", k, e);
+    char type[32] = "default";
+    bert8_status st;
+    if (k && (st = get_str(k, "rope_type", type, sizeof type, path, e))) return st;
+    if (strcmp(type, "default") != 0)
+        return b8_fail(e, BERT8_ERR_UNSUPPORTED,
+                       "%s: field \"rope_parameters.%s.rope_type\" = \"%s\" is not supported (only \"default\")", path,
+                       kind, type);
+    const cJSON *tv = k ? field(k, "rope_theta") : NULL;
+    if (!tv) tv = field(root, legacy);
+    if (tv && !cJSON_IsNumber(tv)) return wrong_type(path, legacy, "a number", tv, e);
+    const double theta = tv ? tv->valuedouble : def;
+    if (!(theta > 0 && theta <= (double)FLT_MAX))
+        return b8_fail(e, BERT8_ERR_FORMAT,
+                       "%s: the rope theta of \"%s\" layers = %.15g is not a finite positive number", path, kind,
+                       theta);
+    *out = (float)theta;
+    return BERT8_OK;
+}
+
+/* desc->sliding: which layers attend globally ("layer_types", else every
+ * global_attn_every_n_layers-th from layer 0), the window (local_attention, even: half on each
+ * side of the query), the rope theta of each kind, and the head's pooling. */
+static bert8_status parse_sliding(const cJSON *root, const b8_arch_desc *d, b8_config *cfg, const char *path,
+                                  b8_err *e) {
+    bert8_status st;
+    int64_t la = 128, every = 3;
+    if ((st = get_int(root, "local_attention", 2, 1 << 22, &la, path, e)) ||
+        (st = get_int(root, "global_attn_every_n_layers", 1, 4096, &every, path, e)))
+        return st;
+    if (la % 2)
+        return b8_fail(e, BERT8_ERR_FORMAT,
+                       "%s: field \"local_attention\" = %lld is odd: the window is local_attention / 2 keys "
+                       "on each side",
+                       path, (long long)la);
+    cfg->window = la / 2;
+    if ((cfg->hidden_size / cfg->num_heads) % 2)
+        return b8_fail(e, BERT8_ERR_SHAPE, "%s: head size %lld is odd: rotary positions rotate pairs of channels", path,
+                       (long long)(cfg->hidden_size / cfg->num_heads));
+    cfg->layer_sliding = calloc((size_t)(cfg->num_layers ? cfg->num_layers : 1), sizeof(bool));
+    if (!cfg->layer_sliding) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+    const cJSON *lt = field(root, "layer_types");
+    if (lt && !cJSON_IsArray(lt)) return wrong_type(path, "layer_types", "an array", lt, e);
+    if (lt && cJSON_GetArraySize(lt) != cfg->num_layers)
+        return b8_fail(e, BERT8_ERR_FORMAT, "%s: field \"layer_types\" has %d entries for %lld layers", path,
+                       cJSON_GetArraySize(lt), (long long)cfg->num_layers);
+    for (int64_t l = 0; l < cfg->num_layers; l++) {
+        if (!lt) {
+            cfg->layer_sliding[l] = l % every != 0;
+            continue;
+        }
+        const cJSON *v = cJSON_GetArrayItem(lt, (int)l);
+        if (!cJSON_IsString(v) ||
+            (strcmp(v->valuestring, "full_attention") != 0 && strcmp(v->valuestring, "sliding_attention") != 0))
+            return b8_fail(e, BERT8_ERR_UNSUPPORTED,
+                           "%s: field \"layer_types\"[%lld] is not \"full_attention\" or \"sliding_attention\"", path,
+                           (long long)l);
+        cfg->layer_sliding[l] = !strcmp(v->valuestring, "sliding_attention");
+    }
+    if ((st = kind_theta(root, "full_attention", "global_rope_theta", d->rope_theta, &cfg->rope_theta, path, e)) ||
+        (st = kind_theta(root, "sliding_attention", "local_rope_theta", d->rope_theta_local, &cfg->rope_theta_local,
+                         path, e)))
+        return st;
+    char pool[16] = "cls";
+    if ((st = get_str(root, "classifier_pooling", pool, sizeof pool, path, e))) return st;
+    if (strcmp(pool, "cls") != 0 && strcmp(pool, "mean") != 0)
+        return b8_fail(e, BERT8_ERR_UNSUPPORTED, "%s: classifier_pooling \"%s\" is not supported (cls, mean)", path,
+                       pool);
+    cfg->cls_mean = !strcmp(pool, "mean");
+    char act[24] = "gelu";
+    if ((st = get_str(root, "classifier_activation", act, sizeof act, path, e))) return st;
+    if (!strcmp(act, "gelu")) cfg->head_act = B8_ACT_GELU;
+    else if (!strcmp(act, "gelu_new") || !strcmp(act, "gelu_pytorch_tanh")) cfg->head_act = B8_ACT_GELU_TANH;
+    else if (!strcmp(act, "relu")) cfg->head_act = B8_ACT_RELU;
+    else if (!strcmp(act, "tanh")) cfg->head_act = B8_ACT_TANH;
+    else
+        return b8_fail(e, BERT8_ERR_UNSUPPORTED,
+                       "%s: classifier_activation \"%s\" is not supported (gelu, gelu_new, relu, tanh)", path, act);
+    static const char *const off[] = {"attention_bias", "mlp_bias", "norm_bias", "classifier_bias"};
+    for (size_t i = 0; i < sizeof off / sizeof *off; i++) {
+        bool on = false;
+        if ((st = get_bool(root, off[i], &on, path, e))) return st;
+        if (on) return b8_fail(e, BERT8_ERR_UNSUPPORTED, "%s: field \"%s\" = true is not supported", path, off[i]);
+    }
+    return BERT8_OK;
+}
+
 bert8_status b8_config_parse(const char *text, const char *path, b8_config *cfg, b8_err *e) {
     memset(cfg, 0, sizeof *cfg);
     cJSON *root = cJSON_Parse(text);
@@ -246,9 +339,10 @@ bert8_status b8_config_parse(const char *text, const char *path, b8_config *cfg,
     if (d->token_types && (st = get_int(root, "type_vocab_size", 0, 1 << 20, &cfg->type_vocab_size, path, e))) goto done;
     if (d->rel_bias && (st = get_int(root, d->rel_buckets_key, 2, 4096, &cfg->rel_buckets, path, e))) goto done;
     double eps = d->eps;
-    const cJSON *ev = d->eps_fixed ? NULL : field(root, "layer_norm_eps");
+    const char *eps_key = d->key_eps ? d->key_eps : "layer_norm_eps";
+    const cJSON *ev = d->eps_fixed ? NULL : field(root, eps_key);
     if (ev && !cJSON_IsNumber(ev)) {
-        st = wrong_type(path, "layer_norm_eps", "a number", ev, e);
+        st = wrong_type(path, eps_key, "a number", ev, e);
         goto done;
     }
     if (ev) eps = ev->valuedouble;
@@ -256,9 +350,9 @@ bert8_status b8_config_parse(const char *text, const char *path, b8_config *cfg,
      * vanish or divide by zero on a constant row) and below 1. */
     if (!(eps >= (double)FLT_MIN && eps < 1)) {
         st = b8_fail(e, BERT8_ERR_FORMAT,
-                     "%s: field \"layer_norm_eps\" = %.15g is out of range: it must be a "
+                     "%s: field \"%s\" = %.15g is out of range: it must be a "
                      "normal positive float below 1 (at least %g)",
-                     path, eps, (double)FLT_MIN);
+                     path, eps_key, eps, (double)FLT_MIN);
         goto done;
     }
     cfg->layer_norm_eps = (float)eps;
@@ -302,7 +396,8 @@ bert8_status b8_config_parse(const char *text, const char *path, b8_config *cfg,
                      (long long)cfg->hidden_size, (long long)cfg->num_heads);
         goto done;
     }
-    if (d->pos == B8_POS_ROTARY && (st = parse_rotary(root, d, cfg, path, e))) goto done;
+    if (d->pos == B8_POS_ROTARY && !d->sliding && (st = parse_rotary(root, d, cfg, path, e))) goto done;
+    if (d->sliding && (st = parse_sliding(root, d, cfg, path, e))) goto done;
     if ((st = parse_labels(root, cfg, path, e))) goto done;
     const cJSON *pt = field(root, "problem_type");
     cfg->regression = (pt && cJSON_IsString(pt) && !strcmp(pt->valuestring, "regression")) ||
@@ -332,4 +427,6 @@ void b8_config_free(b8_config *cfg) {
         free(cfg->labels);
     }
     cfg->labels = NULL;
+    free(cfg->layer_sliding);
+    cfg->layer_sliding = NULL;
 }

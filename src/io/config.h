@@ -25,7 +25,14 @@ typedef struct b8_config {
     int64_t pad_token_id;
     int64_t rel_buckets;      /* relative-position buckets (desc->rel_bias), else 0 */
     float layer_norm_eps;
-    float rope_theta;         /* rotary positions (desc->pos == B8_POS_ROTARY), else 0 */
+    float rope_theta;         /* rotary positions (desc->pos == B8_POS_ROTARY), else 0; the global
+                                 layers' with desc->sliding */
+    float rope_theta_local;   /* desc->sliding: the sliding layers' theta */
+    int64_t window;           /* desc->sliding: a sliding layer's query i sees keys |i - j| <= window
+                                 (local_attention / 2) */
+    bool *layer_sliding;      /* desc->sliding: [num_layers], owned; NULL otherwise */
+    b8_act head_act;          /* B8_CLS_HEAD_NORM: classifier_activation */
+    bool cls_mean;            /* B8_CLS_HEAD_NORM: classifier_pooling "mean" (else "cls") */
     b8_act act;               /* hidden_act: GELU, GELU_TANH, RELU (or SILU in a gated FFN) */
     char act_name[16];
     int64_t num_labels;

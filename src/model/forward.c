@@ -42,7 +42,8 @@ bert8_status bert8_session_create(const bert8_model *model, bert8_session **out)
 void bert8_session_free(bert8_session *s) {
     if (!s) return;
     b8_buf *bufs[] = {&s->x,     &s->qkv,    &s->ctx,   &s->ffn,   &s->xq,     &s->hq, &s->qkvq,
-                      &s->rowscale, &s->rowscale2, &s->att, &s->gemm_ws, &s->relb, &s->mlm, &s->rope, &s->gate,
+                      &s->rowscale, &s->rowscale2, &s->att, &s->gemm_ws, &s->relb, &s->mlm, &s->rope,
+                      &s->rope_local, &s->gate,
                       &s->starts, &s->first,
                       &s->pooled, &s->tmp,   &s->logits, &s->start, &s->end};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) b8_buf_free(bufs[i]);
@@ -236,6 +237,30 @@ static void layernorm_next(bert8_session *s, int64_t M, const float *g, const fl
     for (int64_t r = 0; r < M; r++) ln_rows(&j, r, r + 1);
 }
 
+/* Pre-norm: out = LayerNorm(s->x) on all M rows over the pool, s->x unchanged. When the Linear
+ * it feeds (next) runs INT8, the pass writes next's int8 input into s->xq instead: with the
+ * static scale folded into the LayerNorm (out untouched), or with a scale per row (dynamic)
+ * into s->rowscale; ln_ready(s, next) is then that input. */
+static void prenorm(bert8_session *s, int64_t M, const float *g, const float *b, float *out, const b8_qlinear *next) {
+    const b8_config *c = &s->model->cfg;
+    const int64_t H = c->hidden_size;
+    const float *x = s->x.p;
+    const bool stat = next && next->mode == B8_QMODE_STATIC && next->ln_qg;
+    const bool dyn = next && next->mode == B8_QMODE_DYNAMIC;
+#pragma omp parallel for schedule(static) if (M * H >= B8_PAR_MIN)
+    for (int64_t r = 0; r < M; r++) {
+        if (stat) {
+            const b8_ln_quant p = {next->ln_qg, next->ln_qb, NULL, NULL, NULL, 0, c->layer_norm_eps};
+            b8_layernorm_quantize_best()(x + r * H, H, 1, H, &p, (int8_t *)s->xq.p + r * H, H);
+            continue;
+        }
+        b8_layernorm_rows_best()(x + r * H, out + r * H, 1, H, g, b, c->layer_norm_eps);
+        if (dyn)
+            b8_quantize_dynamic_best()(out + r * H, H, 1, H, next->in_mul, (int8_t *)s->xq.p + r * H, H,
+                                       (float *)s->rowscale.p + r);
+    }
+}
+
 /* One Linear group on M rows of x ([M][k], row stride k). INT8: xq is the int8 input when an
  * earlier step already made it (static scale fused into a LayerNorm or an epilogue), else x is
  * quantized into qbuf (per-row scales into rowscale). The output is either out_f32 (row
@@ -345,7 +370,9 @@ static void embed(bert8_session *s, const rows *r) {
             }
         }
     }
-    const b8_qlinear *next = c->num_layers > 0 ? m->layers[0].q[B8_GROUP_QKV] : NULL;
+    /* pre-norm: the embeddings' LayerNorm makes the residual stream, which the first layer
+     * normalizes again (or quantizes itself when it has no LN1) */
+    const b8_qlinear *next = c->num_layers > 0 && !c->desc->pre_norm ? m->layers[0].q[B8_GROUP_QKV] : NULL;
     layernorm_next(s, r->M, m->emb_ln_g, m->emb_ln_b, next);
 }
 
@@ -375,17 +402,25 @@ static bert8_status rope_table(bert8_session *s, const rows *r) {
     bert8_status st = b8_buf_reserve(&s->rope, (size_t)(r->T * d), sizeof(float), &s->err);
     if (st) return st;
     b8_rotary_table(s->rope.p, r->T, d, c->rope_theta);
+    if (c->desc->sliding) {
+        if ((st = b8_buf_reserve(&s->rope_local, (size_t)(r->T * d), sizeof(float), &s->err))) return st;
+        b8_rotary_table(s->rope_local.p, r->T, d, c->rope_theta_local);
+    }
     s->rope_T = r->T;
     return BERT8_OK;
 }
 
-/* Rotates Q and K of every row of s->qkv in place by its position in its sequence. */
-static void rotate_qk(bert8_session *s, const rows *r) {
+/* Whether layer l attends within a sliding window (desc->sliding). */
+static inline bool sliding_layer(const b8_config *c, int64_t l) { return c->layer_sliding && c->layer_sliding[l]; }
+
+/* Rotates Q and K of every row of s->qkv in place by its position in its sequence (with layer
+ * l's table). */
+static void rotate_qk(bert8_session *s, const rows *r, int64_t layer) {
     const b8_config *c = &s->model->cfg;
     const int64_t H = c->hidden_size, A = c->num_heads, d = H / A;
     const b8_rotary_fn rot = b8_rotary_rows_best();
     float *qkv = s->qkv.p;
-    const float *cs = s->rope.p;
+    const float *cs = sliding_layer(c, layer) ? s->rope_local.p : s->rope.p;
 #pragma omp parallel for schedule(dynamic, 1) if (r->M * 2 * H >= B8_PAR_MIN)
     for (int64_t q = 0; q < r->nseq; q++) {
         const int64_t r0 = r->start[q], len = r->start[q + 1] - r0;
@@ -411,9 +446,13 @@ static bert8_status attention_s8(bert8_session *s, const rows *r, const b8_layer
     const b8_mask_mode mode = c->desc->mask_replace ? B8_MASK_REPLACE_MIN : B8_MASK_ADD_MIN;
     const b8_attn_s8_params ap = {qa->sq * qa->sk / sqrtf((float)d), qa->sv, NULL, NULL, NULL};
     b8_attention_s8_fn att = b8_attention_s8_best();
+    const int64_t win = sliding_layer(c, layer) ? c->window : -1;
+    const b8_attention_s8_window_fn watt = win >= 0 ? b8_attention_s8_window_best() : NULL;
     /* per thread: the kernel's scratch, then d floats for V's channel scales times the next
      * GEMM's input multipliers */
-    const size_t kbytes = (b8_attention_s8_scratch_bytes(r->T, d) + 63) & ~(size_t)63;
+    const size_t kbytes =
+        ((watt ? b8_attention_s8_window_scratch_bytes(r->T, d) : b8_attention_s8_scratch_bytes(r->T, d)) + 63) &
+        ~(size_t)63;
     const size_t per = (kbytes + (size_t)d * sizeof(float) + 63) & ~(size_t)63;
     const int nt = omp_get_max_threads();
     bert8_status st;
@@ -442,16 +481,21 @@ static bert8_status attention_s8(bert8_session *s, const rows *r, const b8_layer
         } else if (qa->sv_ch) {
             p.ch_mul = qa->sv_ch + h * d;
         }
-        att(base, base + H, base + 2 * H, 3 * H, len, d, &p, r->mask ? r->mask + r0 : NULL, mode,
-            fused ? NULL : ctx + r0 * H + h * d, fused ? ctxq + r0 * H + h * d : NULL, H, scratch);
+        if (watt)
+            watt(base, base + H, base + 2 * H, 3 * H, len, d, &p, win, r->mask ? r->mask + r0 : NULL,
+                 fused ? NULL : ctx + r0 * H + h * d, fused ? ctxq + r0 * H + h * d : NULL, H, scratch);
+        else
+            att(base, base + H, base + 2 * H, 3 * H, len, d, &p, r->mask ? r->mask + r0 : NULL, mode,
+                fused ? NULL : ctx + r0 * H + h * d, fused ? ctxq + r0 * H + h * d : NULL, H, scratch);
     }
     prof_mark(s, BERT8_OP_ATTENTION, t);
+    const bool pre = c->desc->pre_norm; /* the residual stream stays unnormalized */
     ln_job ln = {s, ly->w[B8_PART_LN1], ly->b[B8_PART_LN1], ly->q[B8_GROUP_FFN_IN]};
     gcall oc = {B8_GROUP_ATTN_OUT, ctx, fused ? ctxq : NULL, s->xq.p, s->rowscale.p, s->x.p, H, NULL, NULL, 0.0f,
-                ln_rows, &ln};
+                pre ? NULL : ln_rows, &ln};
     if ((st = run_group(s, ly, M, &oc, t))) return st;
     prof_mark(s, BERT8_OP_ATTN_OUT, t);
-    ln_after(s, ly, B8_GROUP_ATTN_OUT, M, &ln, t);
+    if (!pre) ln_after(s, ly, B8_GROUP_ATTN_OUT, M, &ln, t);
     (void)layer;
     return BERT8_OK;
 }
@@ -464,16 +508,27 @@ static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *l
     b8_err *e = &s->err;
     bert8_status st;
     double t = prof_start(s);
-    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_QKV_IN, x, M, H, H, r->mask);
-    const b8_qlinear *qq = ly->q[B8_GROUP_QKV];
-    const b8_qattn *qa = ly->att;
+    const bool pre = c->desc->pre_norm;
+    /* pre-norm: attention reads LN1(x) (s->ctx, free until the attention writes it), or x itself
+     * in a layer without LN1 */
+    const float *xin = x;
+    const int8_t *xq = pre ? NULL : ln_ready(s, ly->q[B8_GROUP_QKV]);
+    if (pre && ly->w[B8_PART_LN1]) {
+        prenorm(s, M, ly->w[B8_PART_LN1], ly->b[B8_PART_LN1], ctx, ly->q[B8_GROUP_QKV]);
+        xin = ctx;
+        xq = ln_ready(s, ly->q[B8_GROUP_QKV]);
+    }
+    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_QKV_IN, xin, M, H, H, r->mask);
     /* INT8 attention: the QKV product emits int8 Q, K, V, unless Q and K are rotated first (then
      * the fp32 product is rotated and quantized with the same multipliers) */
+    /* a sliding-window layer's INT8 attention needs the window kernel (VNNI); without it the
+     * attention runs in fp32 between the INT8 products */
+    const b8_qattn *qa = sliding_layer(c, layer) && !b8_attention_s8_window_best() ? NULL : ly->att;
     const bool rot = c->desc->pos == B8_POS_ROTARY, emit = qa && !rot;
-    gcall qc = {B8_GROUP_QKV, x, ln_ready(s, qq), s->xq.p, s->rowscale.p, emit ? NULL : qkv, 3 * H,
+    gcall qc = {B8_GROUP_QKV, xin, xq, s->xq.p, s->rowscale.p, emit ? NULL : qkv, 3 * H,
                 emit ? s->qkvq.p : NULL, emit ? qa->out_mul : NULL, 0.0f, NULL, NULL};
     if ((st = run_group(s, ly, M, &qc, &t))) return st;
-    if (rot) rotate_qk(s, r);
+    if (rot) rotate_qk(s, r, layer);
     prof_mark(s, BERT8_OP_QKV, &t);
     if (qa && rot) {
         b8_quantize_static(qkv, 3 * H, M, 3 * H, qa->out_mul, 1.0f, 0.0f, s->qkvq.p, 3 * H);
@@ -489,6 +544,8 @@ static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *l
     if (qa) return attention_s8(s, r, ly, layer, &t);
     /* one fused pass per (sequence, head); each thread has its own scratch */
     b8_attention_fn att = b8_attention_head_best();
+    const int64_t win = sliding_layer(c, layer) ? c->window : -1;
+    const b8_attention_window_fn watt = b8_attention_window_best();
     const size_t per = b8_attention_scratch_floats(r->T, d);
     const int nt = omp_get_max_threads();
     if ((st = b8_buf_reserve(&s->att, (size_t)nt, per * sizeof(float), e))) return st;
@@ -503,18 +560,23 @@ static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *l
         const int64_t q = it / A, h = it % A, r0 = r->start[q], len = r->start[q + 1] - r0;
         const float *base = qkv + r0 * 3 * H + h * d;
         float *scratch = (float *)s->att.p + (size_t)omp_get_thread_num() * per;
-        att(base, base + H, base + 2 * H, 3 * H, len, d, alpha, r->mask ? r->mask + r0 : NULL, mode,
-            rel_of(s, r, h, len), ctx + r0 * H + h * d, H, scratch);
+        if (win >= 0)
+            watt(base, base + H, base + 2 * H, 3 * H, len, d, alpha, win, r->mask ? r->mask + r0 : NULL, mode,
+                 ctx + r0 * H + h * d, H, scratch);
+        else
+            att(base, base + H, base + 2 * H, 3 * H, len, d, alpha, r->mask ? r->mask + r0 : NULL, mode,
+                rel_of(s, r, h, len), ctx + r0 * H + h * d, H, scratch);
     }
     prof_mark(s, BERT8_OP_ATTENTION, &t);
     if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_ATTN_OUT_IN, ctx, M, H, H, r->mask);
     /* x = LN(x + ctx Wo^T + bo): the residual is added in the GEMM's epilogue, the LayerNorm
      * runs on each unit's rows (INT8) or after the product (FP32) */
     ln_job ln = {s, ly->w[B8_PART_LN1], ly->b[B8_PART_LN1], ly->q[B8_GROUP_FFN_IN]};
-    gcall oc = {B8_GROUP_ATTN_OUT, ctx, NULL, s->xq.p, s->rowscale.p, x, H, NULL, NULL, 0.0f, ln_rows, &ln};
+    gcall oc = {B8_GROUP_ATTN_OUT, ctx, NULL, s->xq.p, s->rowscale.p, x, H, NULL, NULL, 0.0f, pre ? NULL : ln_rows,
+                &ln};
     if ((st = run_group(s, ly, M, &oc, &t))) return st;
     prof_mark(s, BERT8_OP_ATTN_OUT, &t);
-    ln_after(s, ly, B8_GROUP_ATTN_OUT, M, &ln, &t);
+    if (!pre) ln_after(s, ly, B8_GROUP_ATTN_OUT, M, &ln, &t);
     return BERT8_OK;
 }
 
@@ -525,12 +587,13 @@ static bert8_status ffn_out(bert8_session *s, const rows *r, const b8_layer *ly,
     const b8_config *c = &s->model->cfg;
     const b8_qlinear *next = layer + 1 < c->num_layers ? ly[1].q[B8_GROUP_QKV] : NULL;
     ln_job ln = {s, ly->w[B8_PART_LN2], ly->b[B8_PART_LN2], next};
+    const bool pre = c->desc->pre_norm; /* the residual stream stays unnormalized */
     gcall oc = {B8_GROUP_FFN_OUT, h, hq, s->hq.p, s->rowscale2.p, s->x.p, c->hidden_size, NULL, NULL, 0.0f,
-                ln_rows, &ln};
+                pre ? NULL : ln_rows, &ln};
     bert8_status st = run_group(s, ly, r->M, &oc, t);
     if (st) return st;
     prof_mark(s, BERT8_OP_FFN_OUT, t);
-    ln_after(s, ly, B8_GROUP_FFN_OUT, r->M, &ln, t);
+    if (!pre) ln_after(s, ly, B8_GROUP_FFN_OUT, r->M, &ln, t);
     return BERT8_OK;
 }
 
@@ -551,14 +614,15 @@ static void glu_rows(void *ctx, int64_t m0, int64_t m1) {
 /* A gated FFN: FFN-in's [M][2I] gate | up product in fp32 (FP32 or INT8), h = act(gate) * up
  * (the GLU pass: inside an INT8 product on the rows each unit finished, else a pass of its own),
  * then FFN-out on h (quantized by run_group when it runs INT8). */
-static bert8_status ffn_glu(bert8_session *s, const rows *r, const b8_layer *ly, int64_t layer, double *t) {
+static bert8_status ffn_glu(bert8_session *s, const rows *r, const b8_layer *ly, int64_t layer, const float *xin,
+                            double *t) {
     const b8_config *c = &s->model->cfg;
     const int64_t I = c->intermediate_size, M = r->M;
     float *gu = s->gate.p, *h = s->ffn.p;
     const b8_qlinear *qi = ly->q[B8_GROUP_FFN_IN];
     glu_job gj = {b8_glu_rows_best(), gu, h, I, c->act};
-    gcall ic = {B8_GROUP_FFN_IN, s->x.p, ln_ready(s, qi), s->xq.p, s->rowscale.p, gu, 2 * I, NULL, NULL, 0.0f,
-                glu_rows, &gj};
+    gcall ic = {B8_GROUP_FFN_IN, xin, ln_ready(s, qi), s->xq.p, s->rowscale.p, gu, 2 * I,
+                NULL, NULL, 0.0f, glu_rows, &gj};
     bert8_status st = run_group(s, ly, M, &ic, t);
     if (st) return st;
     if (!qi) {
@@ -577,16 +641,22 @@ static bert8_status ffn(bert8_session *s, const rows *r, const b8_layer *ly, int
     float *x = s->x.p, *h = s->ffn.p;
     bert8_status st;
     double t = prof_start(s);
-    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_IN_IN, x, M, H, H, r->mask);
+    const bool pre = c->desc->pre_norm;
+    const float *xin = x; /* pre-norm: the FFN reads LN2(x) in s->ctx */
+    if (pre) {
+        prenorm(s, M, ly->w[B8_PART_LN2], ly->b[B8_PART_LN2], s->ctx.p, ly->q[B8_GROUP_FFN_IN]);
+        xin = s->ctx.p;
+    }
+    if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_IN_IN, xin, M, H, H, r->mask);
     const b8_qlinear *qi = ly->q[B8_GROUP_FFN_IN], *qo = ly->q[B8_GROUP_FFN_OUT];
-    if (c->desc->ffn == B8_FFN_GLU) return ffn_glu(s, r, ly, layer, &t);
+    if (c->desc->ffn == B8_FFN_GLU) return ffn_glu(s, r, ly, layer, xin, &t);
     /* INT8 end to end: FFN-in -> GELU -> int8 -> FFN-out never leaves int8 (static FFN-out), or
      * FFN-in quantizes each of its fp32 output rows for a dynamic FFN-out as soon as it finished
      * them, instead of a pass of its own over the M x I floats */
     const bool fused_h = qi && qo && qo->mode == B8_QMODE_STATIC && !s->observe;
     const bool dyn_h = qi && qo && qo->mode == B8_QMODE_DYNAMIC && !s->observe;
     hq_job hj = {s, I, qo ? qo->in_mul : NULL};
-    gcall ic = {B8_GROUP_FFN_IN, x, ln_ready(s, qi), s->xq.p, s->rowscale.p, fused_h ? NULL : h, I,
+    gcall ic = {B8_GROUP_FFN_IN, xin, ln_ready(s, qi), s->xq.p, s->rowscale.p, fused_h ? NULL : h, I,
                 fused_h ? s->hq.p : NULL, fused_h ? qo->in_mul : NULL, fused_h ? qo->a_zero : 0.0f,
                 dyn_h ? hq_rows : NULL, &hj};
     if ((st = run_group(s, ly, M, &ic, &t))) return st;
@@ -612,6 +682,58 @@ static void set_token_tensor(bert8_tensor *t, const rows *r, const float *data, 
     else set_tensor(t, data, width ? 3 : 2, r->nseq, r->T, width);
 }
 
+/* B8_CLS_HEAD_NORM (ModernBERT): LayerNorm(act(dense(h))) then the classifier, on the first token or
+ * the mean of each sequence's real tokens (sequence classification) or on every token. */
+static bert8_status head_norm(bert8_session *s, const rows *r, float *first) {
+    const bert8_model *m = s->model;
+    const b8_config *c = &m->cfg;
+    const int64_t H = c->hidden_size, B = r->nseq, M = r->M, L = m->cls_out.n;
+    b8_err *e = &s->err;
+    bert8_status st;
+    const float *x = s->x.p;
+    float *t = s->ctx.p; /* [M][H], free after the last layer */
+    if (m->info.head == BERT8_HEAD_SEQ_CLS) {
+        if (c->cls_mean) {
+            for (int64_t b = 0; b < B; b++) {
+                float *f = first + b * H;
+                int64_t n = 0;
+                memset(f, 0, (size_t)H * sizeof(float));
+                for (int64_t i = r->start[b]; i < r->start[b + 1]; i++) {
+                    if (r->mask && !r->mask[i]) continue;
+                    n++;
+                    for (int64_t h = 0; h < H; h++) f[h] += x[i * H + h];
+                }
+                for (int64_t h = 0; h < H; h++) f[h] /= (float)(n ? n : 1);
+            }
+        }
+        if ((st = b8_sgemm(m->cls_dense.f32, first, H, B, t, H, e))) return st;
+        b8_layernorm_rows_best()(t, t, B, H, m->cls_ln_g, m->cls_ln_b, c->layer_norm_eps);
+        if ((st = b8_buf_reserve(&s->logits, (size_t)(B * L), sizeof(float), e))) return st;
+        if ((st = b8_sgemm(m->cls_out.f32, t, H, B, s->logits.p, L, e))) return st;
+        set_tensor(&s->out.logits, s->logits.p, 2, B, L, 0);
+        return BERT8_OK;
+    }
+    if ((st = b8_sgemm(m->cls_dense.f32, x, H, M, t, H, e))) return st;
+    b8_layernorm_rows_best()(t, t, M, H, m->cls_ln_g, m->cls_ln_b, c->layer_norm_eps);
+    if ((st = b8_buf_reserve(&s->logits, (size_t)(M * L), sizeof(float), e))) return st;
+    if ((st = b8_sgemm(m->cls_out.f32, t, H, M, s->logits.p, L, e))) return st;
+    if (m->info.head == BERT8_HEAD_TOKEN_CLS) {
+        set_token_tensor(&s->out.logits, r, s->logits.p, L);
+        return BERT8_OK;
+    }
+    if ((st = b8_buf_reserve(&s->start, (size_t)M, sizeof(float), e)) ||
+        (st = b8_buf_reserve(&s->end, (size_t)M, sizeof(float), e)))
+        return st;
+    float *lg = s->logits.p, *sl = s->start.p, *el = s->end.p;
+    for (int64_t i = 0; i < M; i++) {
+        sl[i] = lg[2 * i];
+        el[i] = lg[2 * i + 1];
+    }
+    set_token_tensor(&s->out.start_logits, r, sl, 0);
+    set_token_tensor(&s->out.end_logits, r, el, 0);
+    return BERT8_OK;
+}
+
 static bert8_status heads(bert8_session *s, const rows *r) {
     const bert8_model *m = s->model;
     const b8_config *c = &m->cfg;
@@ -632,6 +754,7 @@ static bert8_status heads(bert8_session *s, const rows *r) {
         set_tensor(&s->out.pooler_output, s->pooled.p, 2, B, H, 0);
     }
     const int64_t L = m->cls_out.n;
+    if (c->desc->cls == B8_CLS_HEAD_NORM && m->info.head != BERT8_HEAD_BASE) return head_norm(s, r, first);
     switch (m->info.head) {
     case BERT8_HEAD_BASE: break;
     case BERT8_HEAD_SEQ_CLS: {
@@ -702,6 +825,7 @@ static bert8_status forward(bert8_session *s, const input *bt, bert8_outputs *ou
         if ((st = attention(s, &r, &m->layers[l], l)) || (st = ffn(s, &r, &m->layers[l], l)))
             return b8_wrap(e, "layer %lld", (long long)l);
     }
+    if (m->final_ln_g) layernorm_next(s, M, m->final_ln_g, m->final_ln_b, NULL);
     t = prof_start(s);
     if ((st = heads(s, &r))) return st;
     prof_mark(s, BERT8_OP_HEAD, &t);

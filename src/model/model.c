@@ -150,6 +150,13 @@ static bert8_status get_linear(loader *L, const char *base, bool with_prefix, in
     lin->n = n;
     lin->k = k;
     bert8_status st = get_views(L, base, with_prefix, n, k, &lin->w, &lin->b);
+    if (st == BERT8_ERR_MISSING && lin->w && L->m->cfg.desc->head_no_bias && !strcmp(base, "head.dense")) {
+        float *z = b8_malloc_aligned((size_t)n * sizeof(float)); /* classifier_bias false */
+        if (!z) return b8_fail(L->e, BERT8_ERR_NOMEM, "out of memory");
+        memset(z, 0, (size_t)n * sizeof(float));
+        if ((st = keep_owned(L->m, z, L->e))) return st;
+        lin->b = z;
+    }
     if (!st && (st = b8_sgemm_w_pack_head(lin->w, lin->b, n, k, post, &lin->f32, L->e)))
         return b8_wrap(L->e, "%s: packing \"%s\"", L->m->dir, base);
     return st;
@@ -362,7 +369,13 @@ static bert8_status get_ln(loader *L, const char *base, bool with_prefix, const 
     snprintf(name, sizeof name, "%s.weight", base);
     if ((st = get_f32(L, name, with_prefix, 1, s, g))) return st;
     snprintf(name, sizeof name, "%s.bias", base);
-    return get_f32(L, name, with_prefix, 1, s, b);
+    if (!L->m->cfg.desc->ln_no_bias) return get_f32(L, name, with_prefix, 1, s, b);
+    float *z = b8_malloc_aligned((size_t)s[0] * sizeof(float)); /* LayerNorms without a bias */
+    if (!z) return b8_fail(L->e, BERT8_ERR_NOMEM, "out of memory");
+    memset(z, 0, (size_t)s[0] * sizeof(float));
+    if ((st = keep_owned(L->m, z, L->e))) return st;
+    *b = z;
+    return BERT8_OK;
 }
 
 /* INT8 attention: the output scales of query, key and value, when the checkpoint has them. */
@@ -420,6 +433,10 @@ static bert8_status load_layer(loader *L, int64_t l) {
     const b8_part lns[2] = {B8_PART_LN1, B8_PART_LN2};
     for (int i = 0; i < 2; i++) {
         b8_model_part_name(L->m, l, lns[i], name, sizeof name);
+        char wname[300];
+        snprintf(wname, sizeof wname, "%s.weight", name);
+        /* pre-norm: the first layer may have no attention norm (ModernBERT's is the identity) */
+        if (L->m->cfg.desc->pre_norm && l == 0 && lns[i] == B8_PART_LN1 && !has(L->m, wname)) continue;
         if ((st = get_ln(L, name, false, &ly->w[lns[i]], &ly->b[lns[i]]))) return st;
     }
     return BERT8_OK;
@@ -443,7 +460,13 @@ bert8_status b8_model_prepare_int8(bert8_model *m, b8_err *e) {
             if (!ly->q[g]) continue;
             /* the LayerNorm whose output feeds the group: folded into it for static scales */
             const float *lg = NULL, *lb = NULL;
-            if (g == B8_GROUP_QKV) {
+            if (m->cfg.desc->pre_norm) { /* the layer's own norms (none before a first layer without LN1) */
+                const b8_part p = g == B8_GROUP_QKV ? B8_PART_LN1 : B8_PART_LN2;
+                if (g == B8_GROUP_QKV || g == B8_GROUP_FFN_IN) {
+                    lg = ly->w[p];
+                    lb = ly->b[p];
+                }
+            } else if (g == B8_GROUP_QKV) {
                 lg = l == 0 ? m->emb_ln_g : m->layers[l - 1].w[B8_PART_LN2];
                 lb = l == 0 ? m->emb_ln_b : m->layers[l - 1].b[B8_PART_LN2];
             } else if (g == B8_GROUP_FFN_IN) {
@@ -482,21 +505,27 @@ static bool ends_with(const char *s, const char *suffix) {
 }
 
 
+/* The word embeddings' tensor base name (b8_arch_desc.word_emb). */
+static const char *word_emb_name(const bert8_model *m) {
+    return m->cfg.desc->word_emb ? m->cfg.desc->word_emb : "embeddings.word_embeddings";
+}
+
 static bert8_status detect_prefix_and_head(loader *L) {
     bert8_model *m = L->m;
     const b8_config *c = &m->cfg;
     const char *cands[2] = {c->desc->prefix, ""};
     const int nc = 2;
     bool found = false;
+    char wname[128];
+    snprintf(wname, sizeof wname, "%s.weight", word_emb_name(m));
     for (int i = 0; i < nc && !found; i++) {
         strcpy(m->prefix, cands[i]);
-        found = find_tensor(m, "embeddings.word_embeddings.weight", true) != NULL;
+        found = find_tensor(m, wname, true) != NULL;
     }
     if (!found)
         return b8_fail(L->e, BERT8_ERR_MISSING,
-                       "%s: tensor \"%sembeddings.word_embeddings.weight\" is missing (no encoder found "
-                       "for model_type \"%s\")",
-                       m->dir, cands[0], c->model_type);
+                       "%s: tensor \"%s%s\" is missing (no encoder found for model_type \"%s\")", m->dir, cands[0],
+                       wname, c->model_type);
     const char *a = c->architecture;
     bert8_head head = BERT8_HEAD_BASE;
     if (ends_with(a, "ForSequenceClassification")) head = BERT8_HEAD_SEQ_CLS;
@@ -521,6 +550,17 @@ static bert8_status load_heads(loader *L) {
     bert8_status st;
     m->has_pooler = c->desc->pooler && find_tensor(m, "pooler.dense.weight", true);
     if (m->has_pooler && (st = get_linear(L, "pooler.dense", true, H, H, B8_ACT_TANH, &m->pooler))) return st;
+    switch (m->info.head) {
+    case BERT8_HEAD_BASE: return BERT8_OK;
+    default: break;
+    }
+    if (c->desc->cls == B8_CLS_HEAD_NORM) { /* every head: dense + act + norm, then the classifier */
+        if ((st = get_linear(L, "head.dense", false, H, H, c->head_act, &m->cls_dense)) ||
+            (st = get_ln(L, "head.norm", false, &m->cls_ln_g, &m->cls_ln_b)))
+            return st;
+        return get_linear(L, "classifier", false, m->info.head == BERT8_HEAD_QA ? 2 : c->num_labels, H, B8_ACT_NONE,
+                          &m->cls_out);
+    }
     switch (m->info.head) {
     case BERT8_HEAD_BASE: return BERT8_OK;
     case BERT8_HEAD_QA: return get_linear(L, "qa_outputs", false, 2, H, B8_ACT_NONE, &m->cls_out);
@@ -552,9 +592,14 @@ static bert8_status load_mlm(loader *L) {
     if (!d->mlm_dense) return BERT8_OK;
     snprintf(name, sizeof name, "%s.weight", d->mlm_dense);
     if (!find_tensor(m, name, false)) return BERT8_OK;
+    /* B8_CLS_HEAD_NORM: the task heads' transform has the same name; only a model without a task
+     * head has a masked-LM head, with classifier_activation */
+    const bool shared = d->cls == B8_CLS_HEAD_NORM;
+    if (shared && m->info.head != BERT8_HEAD_BASE) return BERT8_OK;
+    const b8_act act = shared ? c->head_act : d->mlm_gelu ? B8_ACT_GELU : c->act;
     const int64_t H = c->hidden_size, V = c->vocab_size;
     bert8_status st;
-    if ((st = get_linear(L, d->mlm_dense, false, H, H, d->mlm_gelu ? B8_ACT_GELU : c->act, &m->mlm_dense)) ||
+    if ((st = get_linear(L, d->mlm_dense, false, H, H, act, &m->mlm_dense)) ||
         (st = get_ln(L, d->mlm_norm, false, &m->mlm_ln_g, &m->mlm_ln_b)))
         return st;
     const float *w = NULL, *b = NULL;
@@ -632,12 +677,15 @@ static void fill_info(bert8_model *m) {
 /* The word embeddings: FP32 (any float dtype), or in an INT8 folder int8 rows with a scale each. */
 static bert8_status load_word_embeddings(loader *L, const int64_t *shape) {
     bert8_model *m = L->m;
-    const b8_st_tensor *t = find_tensor(m, "embeddings.word_embeddings.weight", true);
+    char wname[128], sname[160];
+    snprintf(wname, sizeof wname, "%s.weight", word_emb_name(m));
+    snprintf(sname, sizeof sname, "%s.weight_scale", word_emb_name(m));
+    const b8_st_tensor *t = find_tensor(m, wname, true);
     if (!t || t->dtype != B8_I8) {
         if (m->quantized && L->qc.int8_embeddings)
             return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: quantization_config.json says the embeddings are int8, but "
-                           "\"%sembeddings.word_embeddings.weight\" is not I8", m->dir, m->prefix);
-        bert8_status st = get_f32(L, "embeddings.word_embeddings.weight", true, 2, shape, &m->word_emb);
+                           "\"%s%s\" is not I8", m->dir, m->prefix, wname);
+        bert8_status st = get_f32(L, wname, true, 2, shape, &m->word_emb);
         if (!st && t && m->word_emb == t->data) b8_st_advise_random(m->st, t);
         return st;
     }
@@ -648,12 +696,12 @@ static bert8_status load_word_embeddings(loader *L, const int64_t *shape) {
         return b8_fail(L->e, BERT8_ERR_SHAPE, "%s: tensor \"%s\" must be I8 [%lld,%lld]", m->dir, t->name,
                        (long long)shape[0], (long long)shape[1]);
     const float *sc = NULL;
-    bert8_status st = get_f32(L, "embeddings.word_embeddings.weight_scale", true, 1, shape, &sc);
+    bert8_status st = get_f32(L, sname, true, 1, shape, &sc);
     if (st) return st;
     for (int64_t i = 0; i < shape[0]; i++)
         if (!(sc[i] > 0.0f) || isinf(sc[i]))
-            return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: embeddings.word_embeddings.weight_scale[%lld] = %g is not a finite "
-                           "positive scale", m->dir, (long long)i, (double)sc[i]);
+            return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: %s[%lld] = %g is not a finite "
+                           "positive scale", m->dir, sname, (long long)i, (double)sc[i]);
     m->word_emb_q = t->data; /* used in place: a row is read when its token is seen */
     b8_st_advise_random(m->st, t);
     m->word_emb_scale = sc;
@@ -754,7 +802,8 @@ bert8_status bert8_model_load(const char *dir, const bert8_load_params *params, 
         (c->desc->pos != B8_POS_ROTARY &&
          (st = get_f32(&L, "embeddings.position_embeddings.weight", true, 2, s_pos, &m->pos_emb))) ||
         (st = get_ln(&L, c->desc->emb_ln ? c->desc->emb_ln : "embeddings.LayerNorm", true, &m->emb_ln_g,
-                     &m->emb_ln_b)))
+                     &m->emb_ln_b)) ||
+        (c->desc->final_norm && (st = get_ln(&L, c->desc->final_norm, true, &m->final_ln_g, &m->final_ln_b))))
         goto fail;
     if (c->desc->token_types && c->type_vocab_size > 0 &&
         (st = get_f32(&L, "embeddings.token_type_embeddings.weight", true, 2, s_type, &m->type_emb)))

@@ -44,6 +44,8 @@ struct bert8_model {
     const float *pos_emb;       /* [max_pos][H], NULL with rotary positions */
     const float *type_emb;      /* [type_vocab][H] or NULL (DistilBERT) */
     const float *emb_ln_g, *emb_ln_b;
+    const float *final_ln_g, *final_ln_b; /* pre-norm: the LayerNorm after the last layer, else NULL */
+    const float *cls_ln_g, *cls_ln_b;     /* B8_CLS_HEAD_NORM: the head's LayerNorm after cls_dense */
     const float *rel_bias;      /* [rel_buckets][heads], shared by all layers (MPNet), or NULL */
     b8_layer *layers;           /* [num_layers] */
     bool has_pooler;

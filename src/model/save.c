@@ -170,7 +170,8 @@ bert8_status bert8_model_save(const bert8_model *m, const char *out_dir, char *e
     if (m->int8_embeddings) {
         char name[300];
         const int64_t se[2] = {m->cfg.vocab_size, m->cfg.hidden_size}, ss[1] = {m->cfg.vocab_size};
-        snprintf(bases[nb], sizeof bases[nb], "%sembeddings.word_embeddings", m->prefix);
+        snprintf(bases[nb], sizeof bases[nb], "%s%s", m->prefix,
+                 m->cfg.desc->word_emb ? m->cfg.desc->word_emb : "embeddings.word_embeddings");
         snprintf(name, sizeof name, "%s.weight", bases[nb]);
         wl_add(&w, name, B8_I8, 2, se, m->word_emb_q);
         snprintf(name, sizeof name, "%s.weight_scale", bases[nb]);

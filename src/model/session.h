@@ -28,6 +28,7 @@ struct bert8_session {
     b8_buf mlm;     /* the masked-LM head's transformed rows */
     b8_buf rope;    /* rotary positions: cos | sin of positions 0..rope_T-1 [rope_T][head size] */
     int64_t rope_T;
+    b8_buf rope_local; /* desc->sliding: the sliding layers' table (cfg.rope_theta_local), as rope */
     b8_buf gate;    /* a gated FFN's gate | up product [M][2I] */
     /* heads and outputs */
     b8_buf starts, first, pooled, tmp, logits, start, end;

@@ -52,18 +52,39 @@ void b8_attention_head__scalar(const float *q, const float *k, const float *v, i
     }
 }
 
+void b8_attention_window__scalar(const float *q, const float *k, const float *v, int64_t ld, int64_t T, int64_t d,
+                                 float alpha, int64_t w, const int32_t *mask, b8_mask_mode mode, float *ctx,
+                                 int64_t ldo, float *scratch) {
+    float *s = scratch;
+    for (int64_t i = 0; i < T; i++) {
+        const int64_t lo = i - w > 0 ? i - w : 0, hi = i + w < T - 1 ? i + w : T - 1, n = hi - lo + 1;
+        for (int64_t j = lo; j <= hi; j++) { /* keys outside the window: no score is formed */
+            float acc = 0.0f;
+            for (int64_t kk = 0; kk < d; kk++) acc = fmaf(q[i * ld + kk], k[j * ld + kk], acc);
+            s[j - lo] = acc * alpha;
+        }
+        b8_softmax_rows__scalar(s, 1, n, mask ? mask + lo : NULL, mode);
+        for (int64_t dd = 0; dd < d; dd++) {
+            float acc = 0.0f;
+            for (int64_t j = 0; j < n; j++) acc = fmaf(s[j], v[(lo + j) * ld + dd], acc);
+            ctx[i * ldo + dd] = acc;
+        }
+    }
+}
+
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 
 AVX512 static inline __mmask16 lanes_left(int64_t left) {
     return left >= 16 ? (__mmask16)0xFFFF : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1u);
 }
 
-/* scores of rows [i0, i0+rb) into s (stride tp), scaled by alpha */
+/* scores of rows [i0, i0+rb) against the nw columns (a multiple of CW) of kt from its first into s
+ * (stride tp), scaled by alpha */
 AVX512 static inline __attribute__((always_inline)) void scores_block(const float *q, int64_t ld, int64_t d,
-                                                                      const float *kt, int64_t tp, float alpha,
-                                                                      float *s, int rb) {
+                                                                      const float *kt, int64_t tp, int64_t nw,
+                                                                      float alpha, float *s, int rb) {
     const __m512 va = _mm512_set1_ps(alpha);
-    for (int64_t c0 = 0; c0 < tp; c0 += CW) {
+    for (int64_t c0 = 0; c0 < nw; c0 += CW) {
         __m512 acc[RB][4];
         #pragma GCC unroll 4
         for (int r = 0; r < rb; r++)
@@ -131,17 +152,56 @@ AVX512 void b8_attention_head__avx512(const float *q, const float *k, const floa
     transpose_k(k, ld, T, d, kt, tp);
     int64_t i = 0;
     for (; i + RB <= T; i += RB) {
-        scores_block(q + i * ld, ld, d, kt, tp, alpha, s, RB);
+        scores_block(q + i * ld, ld, d, kt, tp, tp, alpha, s, RB);
         for (int r = 0; r < RB && rel; r++) b8_attention_add_rel(s + r * tp, T, rel, i + r);
         for (int r = 0; r < RB; r++) b8_softmax_rows__avx512(s + r * tp, 1, T, mask, mode);
         context_block(s, tp, v, ld, T, d, ctx + i * ldo, ldo, RB);
     }
     for (; i < T; i++) {
-        scores_block(q + i * ld, ld, d, kt, tp, alpha, s, 1);
+        scores_block(q + i * ld, ld, d, kt, tp, tp, alpha, s, 1);
         if (rel) b8_attention_add_rel(s, T, rel, i);
         b8_softmax_rows__avx512(s, 1, T, mask, mode);
         context_block(s, tp, v, ld, T, d, ctx + i * ldo, ldo, 1);
     }
+}
+
+/* The window twin: each block of rows forms the scores of the keys its rows' windows cover
+ * [blo, bhi] only; a row's softmax runs on its own window, its probabilities outside it are
+ * zero, so the context sums exactly the scalar twin's terms in its order (a zero term leaves the
+ * fused sum unchanged). kt's rows are read up to CW - 1 floats past a window's end (into the next
+ * row, or the score rows after kt): those columns are never used. */
+AVX512 void b8_attention_window__avx512(const float *q, const float *k, const float *v, int64_t ld, int64_t T,
+                                        int64_t d, float alpha, int64_t w, const int32_t *mask, b8_mask_mode mode,
+                                        float *ctx, int64_t ldo, float *scratch) {
+    const int64_t tp = round_up(T, CW);
+    float *kt = scratch, *s = scratch + d * tp;
+    transpose_k(k, ld, T, d, kt, tp);
+    for (int64_t i = 0; i < T; i += RB) {
+        const int rb = T - i < RB ? (int)(T - i) : RB;
+        const int64_t blo = i - w > 0 ? i - w : 0, bhi = i + rb - 1 + w < T - 1 ? i + rb - 1 + w : T - 1;
+        const int64_t nb = bhi - blo + 1;
+        if (rb == RB) scores_block(q + i * ld, ld, d, kt + blo, tp, round_up(nb, CW), alpha, s, RB);
+        else /* the last rows one by one (a constant row count keeps the blocks' registers) */
+            for (int r = 0; r < rb; r++)
+                scores_block(q + (i + r) * ld, ld, d, kt + blo, tp, round_up(nb, CW), alpha, s + r * tp, 1);
+        for (int r = 0; r < rb; r++) {
+            const int64_t lo = i + r - w > 0 ? i + r - w : 0, hi = i + r + w < T - 1 ? i + r + w : T - 1;
+            float *sr = s + r * tp;
+            for (int64_t j = 0; j < lo - blo; j++) sr[j] = 0.0f;
+            b8_softmax_rows__avx512(sr + (lo - blo), 1, hi - lo + 1, mask ? mask + lo : NULL, mode);
+            for (int64_t j = hi - blo + 1; j < nb; j++) sr[j] = 0.0f;
+        }
+        if (rb == RB) context_block(s, tp, v + blo * ld, ld, nb, d, ctx + i * ldo, ldo, RB);
+        else
+            for (int r = 0; r < rb; r++)
+                context_block(s + r * tp, tp, v + blo * ld, ld, nb, d, ctx + (i + r) * ldo, ldo, 1);
+    }
+}
+
+b8_attention_window_fn b8_attention_window_best(void) {
+    /* the twin of the attention kernel the dispatcher chose (BERT8_MAX_ISA included) */
+    return b8_attention_head_best() == b8_attention_head__avx512 ? b8_attention_window__avx512
+                                                                 : b8_attention_window__scalar;
 }
 
 /* ---- AVX2: blocks of 4 query rows x 16 columns (8 accumulators of 8 floats) ---- */

@@ -27,6 +27,22 @@ void b8_attention_head__avx2(const float *q, const float *k, const float *v, int
                              float *scratch);
 b8_attention_fn b8_attention_head_best(void);
 
+/* Sliding-window attention (ModernBERT's local layers): query i attends to keys j with
+ * |i - j| <= w only; the scores outside the window are never formed. Arguments as
+ * b8_attention_fn's (no relative bias); scratch holds b8_attention_scratch_floats(T, d). */
+typedef void (*b8_attention_window_fn)(const float *q, const float *k, const float *v, int64_t ld, int64_t T,
+                                       int64_t d, float alpha, int64_t w, const int32_t *mask, b8_mask_mode mode,
+                                       float *ctx, int64_t ldo, float *scratch);
+void b8_attention_window__scalar(const float *q, const float *k, const float *v, int64_t ld, int64_t T, int64_t d,
+                                 float alpha, int64_t w, const int32_t *mask, b8_mask_mode mode, float *ctx,
+                                 int64_t ldo, float *scratch);
+/* AVX-512, bit-identical to the scalar twin; scratch holds b8_attention_scratch_floats(T, d). */
+void b8_attention_window__avx512(const float *q, const float *k, const float *v, int64_t ld, int64_t T,
+                                 int64_t d, float alpha, int64_t w, const int32_t *mask, b8_mask_mode mode,
+                                 float *ctx, int64_t ldo, float *scratch);
+/* The AVX-512 twin where the dispatcher runs AVX-512 attention, else the scalar one. */
+b8_attention_window_fn b8_attention_window_best(void);
+
 /* ---- INT8 attention (attention_s8.c) ---- */
 
 typedef struct b8_attn_s8_params {
@@ -69,5 +85,24 @@ void b8_attention_s8__amx(const int8_t *q, const int8_t *k, const int8_t *v, int
                           const b8_attn_s8_params *p, const int32_t *mask, b8_mask_mode mode, float *ctx, int8_t *ctxq,
                           int64_t ldo, void *scratch);
 b8_attention_s8_fn b8_attention_s8_best(void);
+
+/* INT8 sliding-window attention: query i sees keys |i - j| <= w only (no relative bias); the
+ * scores outside a row's window, from its first key rounded down to a multiple of 16, are never
+ * formed. Arguments as b8_attention_s8_fn's; scratch holds
+ * b8_attention_s8_window_scratch_bytes(T, d), 64-byte aligned. The VNNI kernel and its scalar
+ * twin agree bit for bit. */
+typedef void (*b8_attention_s8_window_fn)(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T,
+                                          int64_t d, const b8_attn_s8_params *p, int64_t w, const int32_t *mask,
+                                          float *ctx, int8_t *ctxq, int64_t ldo, void *scratch);
+size_t b8_attention_s8_window_scratch_bytes(int64_t T, int64_t d);
+void b8_attention_s8_window__scalar(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T,
+                                    int64_t d, const b8_attn_s8_params *p, int64_t w, const int32_t *mask,
+                                    float *ctx, int8_t *ctxq, int64_t ldo, void *scratch);
+void b8_attention_s8_window__avx512vnni(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T,
+                                        int64_t d, const b8_attn_s8_params *p, int64_t w, const int32_t *mask,
+                                        float *ctx, int8_t *ctxq, int64_t ldo, void *scratch);
+/* The VNNI kernel where the dispatcher runs VNNI or AMX INT8 attention, else NULL (sliding layers
+ * then run fp32 attention between their INT8 products). */
+b8_attention_s8_window_fn b8_attention_s8_window_best(void);
 
 #endif

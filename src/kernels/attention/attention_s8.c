@@ -585,3 +585,128 @@ static const b8_impl attention_s8_impls[] = {
 b8_op_table b8_op_attention_s8 = {"attention_s8", attention_s8_impls, 4, -1};
 
 b8_attention_s8_fn b8_attention_s8_best(void) { return (b8_attention_s8_fn)b8_dispatch(&b8_op_attention_s8)->fn; }
+
+/* ---- Sliding windows (ModernBERT's local layers) ----
+ *
+ * Query i sees keys j with |i - j| <= w. A row's keys are taken from lo16, its window's first key
+ * rounded down to a multiple of 16 (so key j stays in lane j % 16), to its window's last key; the
+ * keys of that span outside the window count as masked. No score outside it is formed. A row
+ * whose window keys are all masked (padding) attends over its window as if none were. The VNNI
+ * kernel forms a block of rows' scores over the union of their spans (the extra keys are masked
+ * for each row, and add exact zeros), so both twins agree bit for bit. */
+
+size_t b8_attention_s8_window_scratch_bytes(int64_t T, int64_t d) {
+    const int64_t t16 = round_up(T, 16);
+    return b8_attention_s8_scratch_bytes(T, d) + (size_t)(RB * t16 * 5 + 128);
+}
+
+/* The window mask of row i over keys [c0, c0 + n): in the window and not masked (or, when none
+ * of the window's keys is, in the window). */
+static void window_mask(int64_t i, int64_t w, int64_t T, int64_t c0, int64_t n, const int32_t *mask, int32_t *wm) {
+    const int64_t lo = i - w > 0 ? i - w : 0, hi = i + w < T - 1 ? i + w : T - 1;
+    bool any = false;
+    for (int64_t j = 0; j < n; j++) {
+        const int64_t key = c0 + j;
+        wm[j] = key >= lo && key <= hi && (!mask || mask[key]);
+        any = any || wm[j];
+    }
+    if (!any)
+        for (int64_t j = 0; j < n; j++) wm[j] = c0 + j >= lo && c0 + j <= hi;
+}
+
+void b8_attention_s8_window__scalar(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T,
+                                    int64_t d, const b8_attn_s8_params *p, int64_t w, const int32_t *mask,
+                                    float *ctx, int8_t *ctxq, int64_t ldo, void *scratch) {
+    layout l = carve(scratch, T, d);
+    pack(k, v, ld, T, d, &l);
+    uint8_t *extra = (uint8_t *)scratch + b8_attention_s8_scratch_bytes(T, d);
+    int32_t *wm = (int32_t *)(((uintptr_t)extra + 63) & ~(uintptr_t)63);
+    uint8_t *pu = (uint8_t *)(wm + RB * l.t16);
+    const float vs = p->v_scale / 255.0f;
+    for (int64_t i = 0; i < T; i++) {
+        const int64_t lo = i - w > 0 ? i - w : 0, hi = i + w < T - 1 ? i + w : T - 1;
+        const int64_t c0 = lo / 16 * 16, n = hi - c0 + 1, n4 = round_up(n, 4);
+        for (int64_t j = 0; j < n; j++) {
+            int32_t acc = 0;
+            for (int64_t kk = 0; kk < d; kk++)
+                acc += (int32_t)(uint8_t)(q[i * ld + kk] + 128) * l.kp[((kk / 4) * l.t16 + c0 + j) * 4 + kk % 4];
+            l.s[j] = (float)(acc - l.comp[c0 + j]) * p->score_scale;
+        }
+        window_mask(i, w, T, c0, n, mask, wm);
+        const float rs = softmax_u8(l.s, n, n4, wm, vs, pu);
+        for (int64_t dd = 0; dd < d; dd++) {
+            int32_t acc = 0;
+            for (int64_t j = 0; j < n4; j++) acc += (int32_t)pu[j] * l.vp[(((c0 + j) / 4) * d + dd) * 4 + (c0 + j) % 4];
+            store_ctx((float)acc * rs, dd, p, ctx ? ctx + i * ldo : NULL, ctxq ? ctxq + i * ldo : NULL);
+        }
+    }
+}
+
+VNNI void b8_attention_s8_window__avx512vnni(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T,
+                                             int64_t d, const b8_attn_s8_params *p, int64_t w,
+                                             const int32_t *mask, float *ctx, int8_t *ctxq, int64_t ldo,
+                                             void *scratch) {
+    layout l = carve(scratch, T, d);
+    pack_vnni(k, v, ld, T, d, &l);
+    uint8_t *extra = (uint8_t *)scratch + b8_attention_s8_scratch_bytes(T, d);
+    int32_t *wm = (int32_t *)(((uintptr_t)extra + 63) & ~(uintptr_t)63);
+    uint8_t *pu = (uint8_t *)(wm + RB * l.t16);
+    const float vs = p->v_scale / 255.0f;
+    const __m512 vsc = _mm512_set1_ps(p->score_scale);
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    int32_t tile[RB * 64] __attribute__((aligned(64)));
+    float rs[RB];
+    memset(l.qu, 0, (size_t)(RB * d));
+    for (int64_t i = 0; i < T; i += RB) {
+        const int rb = T - i >= RB ? RB : (int)(T - i);
+        for (int r = 0; r < rb; r++)
+            for (int64_t k0 = 0; k0 < d; k0 += 64) {
+                const __mmask64 m = d - k0 >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (d - k0)) - 1);
+                _mm512_mask_storeu_epi8(l.qu + r * d + k0, m,
+                                        _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, q + (i + r) * ld + k0), flip));
+            }
+        /* the keys of the block's rows: [c0, c1), c0 a multiple of 16 */
+        const int64_t blo = i - w > 0 ? i - w : 0, bhi = i + rb - 1 + w < T - 1 ? i + rb - 1 + w : T - 1;
+        const int64_t c0 = blo / 16 * 16, c1 = round_up(bhi + 1, 16), n = c1 - c0;
+        for (int64_t cc = c0; cc < c1; cc += 64) {
+            const int nc = c1 - cc >= 64 ? 4 : (int)((c1 - cc) / 16);
+            __mmask16 m[4];
+            for (int c = 0; c < 4; c++) m[c] = c < nc ? (__mmask16)0xFFFF : (__mmask16)0;
+            dot_4x64(l.qu, d, l.kp + cc * 4, l.t16 * 4, d / 4, m, tile);
+            for (int c = 0; c < nc; c++) {
+                const __m512i cm = _mm512_loadu_si512(l.comp + cc + 16 * c);
+                for (int r = 0; r < rb; r++)
+                    _mm512_storeu_ps(l.s + r * l.t16 + (cc - c0) + 16 * c,
+                                     _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(
+                                                       _mm512_load_si512(tile + r * 64 + 16 * c), cm)),
+                                                   vsc));
+            }
+        }
+        for (int r = 0; r < rb; r++) {
+            window_mask(i + r, w, T, c0, n, mask, wm + r * l.t16);
+            rs[r] = softmax_u8_vnni(l.s + r * l.t16, n, n, wm + r * l.t16, vs, pu + r * l.t16);
+        }
+        for (int r = rb; r < RB; r++) memset(pu + r * l.t16, 0, (size_t)n);
+        /* context over the packed V groups the span covers (V is packed to t4 keys) */
+        const int64_t ce = c1 < l.t4 ? c1 : l.t4, groups = (ce - c0) / 4;
+        for (int64_t d0 = 0; d0 < d; d0 += 64) {
+            __mmask16 m[4];
+            for (int c = 0; c < 4; c++) m[c] = lanes_left(d - d0 - 16 * c);
+            dot_4x64(pu, l.t16, l.vp + (c0 * d + d0 * 4), d * 4, groups, m, tile);
+            for (int r = 0; r < rb; r++) {
+                const __m512 vr = _mm512_set1_ps(rs[r]);
+                for (int c = 0; c < 4; c++) {
+                    if (!m[c]) continue;
+                    const __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(tile + r * 64 + 16 * c)), vr);
+                    store_ctx16(y, m[c], d0 + 16 * c, p, ctx ? ctx + (i + r) * ldo : NULL,
+                                ctxq ? ctxq + (i + r) * ldo : NULL);
+                }
+            }
+        }
+    }
+}
+
+b8_attention_s8_window_fn b8_attention_s8_window_best(void) {
+    const b8_attention_s8_fn f = b8_attention_s8_best();
+    return f == b8_attention_s8__avx512vnni || f == b8_attention_s8__amx ? b8_attention_s8_window__avx512vnni : NULL;
+}
