@@ -418,7 +418,7 @@ static bert8_status bpe_word(const b8_tokenizer *t, const uint8_t *text, b8_tok_
                 continue;
             }
             if (t->bpe.unk_id == -2)
-                return b8_fail(err, BERT8_ERR_FORMAT,
+                return b8_fail(err, BERT8_ERR_ENCODING,
                                "byte 0x%02X has no token and the unk_token is not in the "
                                "vocabulary",
                                w[k]);
