@@ -7,25 +7,11 @@
 #include <time.h>
 
 #include "tokenizer/tok_internal.h"
+#include "tokenizer/tok_jsonget.h"
 
 /* Merges of one model: bounded so the hash table stays within memory. */
 #define B8_BPE_MAX_MERGES ((int64_t)1 << 24)
 
-static const cJSON *get(const cJSON *o, const char *k) {
-    return cJSON_GetObjectItemCaseSensitive(o, k);
-}
-
-static const char *get_str(const cJSON *o, const char *k) {
-    const cJSON *v = get(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static int get_flag(const cJSON *o, const char *k, int dflt) {
-    const cJSON *v = get(o, k);
-    if (cJSON_IsTrue(v)) return 1;
-    if (cJSON_IsFalse(v)) return 0;
-    return dflt;
-}
 
 void b8_bpe_free(b8_tokenizer *t) {
     free(t->bpe.merges);

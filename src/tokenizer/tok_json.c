@@ -7,22 +7,8 @@
 #include <string.h>
 
 #include "tokenizer/tok_internal.h"
+#include "tokenizer/tok_jsonget.h"
 
-static const cJSON *get(const cJSON *o, const char *k) {
-    return cJSON_GetObjectItemCaseSensitive(o, k);
-}
-
-static const char *get_str(const cJSON *o, const char *k) {
-    const cJSON *v = get(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static int get_flag(const cJSON *o, const char *k, int dflt) {
-    const cJSON *v = get(o, k);
-    if (cJSON_IsTrue(v)) return 1;
-    if (cJSON_IsFalse(v)) return 0;
-    return dflt;
-}
 
 /* A JSON number that is an integer in [lo, hi] (no fraction, no NaN), as *out. */
 static bool get_id(const cJSON *v, int64_t lo, int64_t hi, int64_t *out) {
