@@ -220,7 +220,7 @@ static void run_batch(srv_sched *s, size_t ni) {
 
 static void *loop(void *arg) {
     srv_sched *s = arg;
-    if (s->threads > 0) bert8_set_threads(s->threads); /* the OpenMP pool size is per thread */
+    if (s->threads > 0) bert8_set_threads(s->threads); /* OpenMP keeps its count per thread */
     for (;;) {
         pthread_mutex_lock(&s->mu);
         while (!s->head && !s->stopping) pthread_cond_wait(&s->cv, &s->mu);

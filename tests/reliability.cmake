@@ -22,3 +22,7 @@ bert8_add_test(test_threads model ${CMAKE_CURRENT_LIST_DIR}/test_threads.c)
 find_package(Threads REQUIRED)
 target_link_libraries(test_threads PRIVATE Threads::Threads m)
 set_tests_properties(test_threads PROPERTIES LABELS "model;threads")
+# The thread pool of the kernels and the forward pass (label threads: under ThreadSanitizer too).
+bert8_add_test(test_pool unit ${CMAKE_CURRENT_LIST_DIR}/test_pool.c)
+target_link_libraries(test_pool PRIVATE Threads::Threads)
+set_tests_properties(test_pool PROPERTIES LABELS "unit;threads" TIMEOUT 300)

@@ -31,7 +31,7 @@ class Model:
 
     Args:
         path: the model folder.
-        threads: OpenMP threads per call; ``None`` (default) uses the physical cores.
+        threads: threads per call; ``None`` (default) uses the physical cores.
 
     Each call takes a session (per-call scratch memory) from a pool and releases the GIL while
     it computes, so threads calling one Model run concurrently.
@@ -59,7 +59,7 @@ class Model:
 
     @property
     def threads(self) -> int:
-        """OpenMP threads each call runs on."""
+        """Threads each call runs on."""
         return self._m.threads
 
     @threads.setter

@@ -42,7 +42,7 @@ class Pipeline:
 
     Args:
         path: the model folder.
-        threads: OpenMP threads per call (default: the physical cores).
+        threads: threads per call (default: the physical cores).
         max_batch_tokens: real tokens per forward pass (default 8192).
         max_batch_size: sequences per forward pass (default 128).
         max_length: tokens per sequence (default: the model's and tokenizer's limit).

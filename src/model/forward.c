@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/pool.h"
 #include "base/threads.h"
 #include "kernels/attention/attention.h"
 #include "kernels/quantize/quantize.h"
@@ -27,6 +28,9 @@
 
 /* Work below this many elements runs on the calling thread: waking the pool costs more. */
 #define B8_PAR_MIN ((int64_t)1 << 15)
+
+/* The pool's thread count when work is at least min_work, else 1 (the caller alone). */
+static inline int par_threads(int64_t work, int64_t min_work) { return work >= min_work ? b8_par_threads() : 1; }
 
 bert8_status bert8_session_create(const bert8_model *model, bert8_session **out) {
     if (!out) return BERT8_ERR_INVALID_ARG;
@@ -229,36 +233,55 @@ static void hq_rows(void *ctx, int64_t m0, int64_t m1) {
                                (int8_t *)s->hq.p + m0 * j->I, j->I, (float *)s->rowscale2.p + m0);
 }
 
+static void ln_rows_par(void *ctx, int64_t m0, int64_t m1, int slot) {
+    (void)slot;
+    ln_rows(ctx, m0, m1);
+}
+
 /* ln_job's LayerNorm on all M rows over the pool. */
 static void layernorm_next(bert8_session *s, int64_t M, const float *g, const float *b, const b8_qlinear *next) {
     ln_job j = {s, g, b, next};
     const int64_t H = s->model->cfg.hidden_size;
-#pragma omp parallel for schedule(static) if (M * H >= B8_PAR_MIN)
-    for (int64_t r = 0; r < M; r++) ln_rows(&j, r, r + 1);
+    b8_par_for(M, 8, par_threads(M * H, B8_PAR_MIN), ln_rows_par, &j);
 }
 
 /* Pre-norm: out = LayerNorm(s->x) on all M rows over the pool, s->x unchanged. When the Linear
  * it feeds (next) runs INT8, the pass writes next's int8 input into s->xq instead: with the
  * static scale folded into the LayerNorm (out untouched), or with a scale per row (dynamic)
  * into s->rowscale; ln_ready(s, next) is then that input. */
-static void prenorm(bert8_session *s, int64_t M, const float *g, const float *b, float *out, const b8_qlinear *next) {
+typedef struct prenorm_job {
+    bert8_session *s;
+    const float *g, *b;
+    float *out;
+    const b8_qlinear *next;
+} prenorm_job;
+
+static void prenorm_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
+    (void)slot;
+    const prenorm_job *j = ctx;
+    bert8_session *s = j->s;
     const b8_config *c = &s->model->cfg;
     const int64_t H = c->hidden_size;
     const float *x = s->x.p;
+    const b8_qlinear *next = j->next;
     const bool stat = next && next->mode == B8_QMODE_STATIC && next->ln_qg;
     const bool dyn = next && next->mode == B8_QMODE_DYNAMIC;
-#pragma omp parallel for schedule(static) if (M * H >= B8_PAR_MIN)
-    for (int64_t r = 0; r < M; r++) {
+    for (int64_t r = r0; r < r1; r++) {
         if (stat) {
             const b8_ln_quant p = {next->ln_qg, next->ln_qb, NULL, NULL, NULL, 0, c->layer_norm_eps};
             b8_layernorm_quantize_best()(x + r * H, H, 1, H, &p, (int8_t *)s->xq.p + r * H, H);
             continue;
         }
-        b8_layernorm_rows_best()(x + r * H, out + r * H, 1, H, g, b, c->layer_norm_eps);
+        b8_layernorm_rows_best()(x + r * H, j->out + r * H, 1, H, j->g, j->b, c->layer_norm_eps);
         if (dyn)
-            b8_quantize_dynamic_best()(out + r * H, H, 1, H, next->in_mul, (int8_t *)s->xq.p + r * H, H,
+            b8_quantize_dynamic_best()(j->out + r * H, H, 1, H, next->in_mul, (int8_t *)s->xq.p + r * H, H,
                                        (float *)s->rowscale.p + r);
     }
+}
+
+static void prenorm(bert8_session *s, int64_t M, const float *g, const float *b, float *out, const b8_qlinear *next) {
+    prenorm_job j = {s, g, b, out, next};
+    b8_par_for(M, 8, par_threads(M * s->model->cfg.hidden_size, B8_PAR_MIN), prenorm_rows, &j);
 }
 
 /* One Linear group on M rows of x ([M][k], row stride k). INT8: xq is the int8 input when an
@@ -334,15 +357,25 @@ static const int8_t *ln_ready(const bert8_session *s, const b8_qlinear *q) {
     return q && q->mode == B8_QMODE_STATIC && q->ln_qg ? s->xq.p : NULL;
 }
 
-static void embed(bert8_session *s, const rows *r) {
+typedef struct seq_job {
+    bert8_session *s;
+    const rows *r;
+    int64_t layer;
+} seq_job;
+
+/* The embeddings of sequences [q0, q1). */
+static void embed_seqs(void *ctx, int64_t q0, int64_t q1, int slot) {
+    (void)slot;
+    const seq_job *j = ctx;
+    bert8_session *s = j->s;
+    const rows *r = j->r;
     const bert8_model *m = s->model;
     float *x = s->x.p;
     const b8_config *c = &m->cfg;
     const int64_t H = c->hidden_size;
     const int32_t pad = (int32_t)c->pad_token_id;
     const bool from_pad = c->desc->pos == B8_POS_FROM_PAD;
-#pragma omp parallel for schedule(dynamic, 4) if (r->M * H >= B8_PAR_MIN)
-    for (int64_t q = 0; q < r->nseq; q++) {
+    for (int64_t q = q0; q < q1; q++) {
         int64_t count = 0; /* positions from the pad index: running count of non-pad ids */
         for (int64_t i = r->start[q]; i < r->start[q + 1]; i++) {
             const int64_t t = i - r->start[q];
@@ -370,6 +403,13 @@ static void embed(bert8_session *s, const rows *r) {
             }
         }
     }
+}
+
+static void embed(bert8_session *s, const rows *r) {
+    const bert8_model *m = s->model;
+    const b8_config *c = &m->cfg;
+    seq_job j = {s, r, 0};
+    b8_par_for(r->nseq, 4, par_threads(r->M * c->hidden_size, B8_PAR_MIN), embed_seqs, &j);
     /* pre-norm: the embeddings' LayerNorm makes the residual stream, which the first layer
      * normalizes again (or quantizes itself when it has no LN1) */
     const b8_qlinear *next = c->num_layers > 0 && !c->desc->pre_norm ? m->layers[0].q[B8_GROUP_QKV] : NULL;
@@ -415,23 +455,84 @@ static inline bool sliding_layer(const b8_config *c, int64_t l) { return c->laye
 
 /* Rotates Q and K of every row of s->qkv in place by its position in its sequence (with layer
  * l's table). */
-static void rotate_qk(bert8_session *s, const rows *r, int64_t layer) {
+static void rotate_seqs(void *ctx, int64_t q0, int64_t q1, int slot) {
+    (void)slot;
+    const seq_job *j = ctx;
+    const bert8_session *s = j->s;
+    const rows *r = j->r;
     const b8_config *c = &s->model->cfg;
     const int64_t H = c->hidden_size, A = c->num_heads, d = H / A;
     const b8_rotary_fn rot = b8_rotary_rows_best();
     float *qkv = s->qkv.p;
-    const float *cs = sliding_layer(c, layer) ? s->rope_local.p : s->rope.p;
-#pragma omp parallel for schedule(dynamic, 1) if (r->M * 2 * H >= B8_PAR_MIN)
-    for (int64_t q = 0; q < r->nseq; q++) {
+    const float *cs = sliding_layer(c, j->layer) ? s->rope_local.p : s->rope.p;
+    for (int64_t q = q0; q < q1; q++) {
         const int64_t r0 = r->start[q], len = r->start[q + 1] - r0;
         rot(qkv + r0 * 3 * H, 3 * H, len, 2 * A, d, cs, 0);
     }
+}
+
+static void rotate_qk(bert8_session *s, const rows *r, int64_t layer) {
+    const b8_config *c = &s->model->cfg;
+    seq_job j = {s, r, layer};
+    b8_par_for(r->nseq, 1, par_threads(r->M * 2 * c->hidden_size, B8_PAR_MIN), rotate_seqs, &j);
 }
 
 /* Head h's bias for a sequence of len tokens: 2 len - 1 floats centred on offset 0, or NULL. */
 static inline const float *rel_of(const bert8_session *s, const rows *r, int64_t h, int64_t len) {
     if (!s->model->rel_bias) return NULL;
     return (const float *)s->relb.p + h * (2 * r->T - 1) + (r->T - len);
+}
+
+/* One attention pass per (sequence, head) item: everything the items share. */
+typedef struct att_s8_job {
+    const bert8_session *s;
+    const rows *r;
+    const b8_qattn *qa;
+    const b8_qlinear *qo;
+    bool fused;
+    b8_mask_mode mode;
+    b8_attn_s8_params ap;
+    b8_attention_s8_fn att;
+    b8_attention_s8_window_fn watt;
+    int64_t win;
+    size_t kbytes, per;
+    const int8_t *qkv;
+    int8_t *ctxq;
+    float *ctx;
+} att_s8_job;
+
+static void att_s8_items(void *ctx_, int64_t i0, int64_t i1, int slot) {
+    const att_s8_job *j = ctx_;
+    const bert8_session *s = j->s;
+    const rows *r = j->r;
+    const b8_config *c = &s->model->cfg;
+    const int64_t H = c->hidden_size, A = c->num_heads, d = H / A;
+    const b8_qattn *qa = j->qa;
+    const b8_qlinear *qo = j->qo;
+    const bool fused = j->fused;
+    float *ctx = j->ctx;
+    int8_t *ctxq = j->ctxq;
+    void *scratch = (uint8_t *)s->att.p + (size_t)slot * j->per;
+    for (int64_t it = i0; it < i1; it++) {
+        const int64_t q = it / A, h = it % A, r0 = r->start[q], len = r->start[q + 1] - r0;
+        const int8_t *base = j->qkv + r0 * 3 * H + h * d;
+        b8_attn_s8_params p = j->ap;
+        p.rel = rel_of(s, r, h, len);
+        if (fused) p.out_mul = qo->in_mul + h * d;
+        if (qa->sv_ch && fused) {
+            float *fm = (float *)((uint8_t *)scratch + j->kbytes);
+            for (int64_t k = 0; k < d; k++) fm[k] = qo->in_mul[h * d + k] * qa->sv_ch[h * d + k];
+            p.out_mul = fm;
+        } else if (qa->sv_ch) {
+            p.ch_mul = qa->sv_ch + h * d;
+        }
+        if (j->watt)
+            j->watt(base, base + H, base + 2 * H, 3 * H, len, d, &p, j->win, r->mask ? r->mask + r0 : NULL,
+                    fused ? NULL : ctx + r0 * H + h * d, fused ? ctxq + r0 * H + h * d : NULL, H, scratch);
+        else
+            j->att(base, base + H, base + 2 * H, 3 * H, len, d, &p, r->mask ? r->mask + r0 : NULL, j->mode,
+                   fused ? NULL : ctx + r0 * H + h * d, fused ? ctxq + r0 * H + h * d : NULL, H, scratch);
+    }
 }
 
 /* Attention on int8 Q, K, V (ly->att), then the output projection. With a static INT8 output
@@ -454,7 +555,7 @@ static bert8_status attention_s8(bert8_session *s, const rows *r, const b8_layer
         ((watt ? b8_attention_s8_window_scratch_bytes(r->T, d) : b8_attention_s8_scratch_bytes(r->T, d)) + 63) &
         ~(size_t)63;
     const size_t per = (kbytes + (size_t)d * sizeof(float) + 63) & ~(size_t)63;
-    const int nt = omp_get_max_threads();
+    const int nt = b8_par_threads();
     bert8_status st;
     if ((st = b8_buf_reserve(&s->att, (size_t)nt, per, &s->err))) return st;
     int64_t work = 0;
@@ -462,32 +563,10 @@ static bert8_status attention_s8(bert8_session *s, const rows *r, const b8_layer
         int64_t len = r->start[q + 1] - r->start[q];
         work += len * len;
     }
-    const int8_t *qkv = s->qkvq.p;
     int8_t *ctxq = s->xq.p;
     float *ctx = s->ctx.p;
-    const int64_t items = r->nseq * A;
-#pragma omp parallel for schedule(dynamic, 1) if (work * A * d >= 4 * B8_PAR_MIN)
-    for (int64_t it = 0; it < items; it++) {
-        const int64_t q = it / A, h = it % A, r0 = r->start[q], len = r->start[q + 1] - r0;
-        const int8_t *base = qkv + r0 * 3 * H + h * d;
-        void *scratch = (uint8_t *)s->att.p + (size_t)omp_get_thread_num() * per;
-        b8_attn_s8_params p = ap;
-        p.rel = rel_of(s, r, h, len);
-        if (fused) p.out_mul = qo->in_mul + h * d;
-        if (qa->sv_ch && fused) {
-            float *fm = (float *)((uint8_t *)scratch + kbytes);
-            for (int64_t j = 0; j < d; j++) fm[j] = qo->in_mul[h * d + j] * qa->sv_ch[h * d + j];
-            p.out_mul = fm;
-        } else if (qa->sv_ch) {
-            p.ch_mul = qa->sv_ch + h * d;
-        }
-        if (watt)
-            watt(base, base + H, base + 2 * H, 3 * H, len, d, &p, win, r->mask ? r->mask + r0 : NULL,
-                 fused ? NULL : ctx + r0 * H + h * d, fused ? ctxq + r0 * H + h * d : NULL, H, scratch);
-        else
-            att(base, base + H, base + 2 * H, 3 * H, len, d, &p, r->mask ? r->mask + r0 : NULL, mode,
-                fused ? NULL : ctx + r0 * H + h * d, fused ? ctxq + r0 * H + h * d : NULL, H, scratch);
-    }
+    att_s8_job j = {s, r, qa, qo, fused, mode, ap, att, watt, win, kbytes, per, s->qkvq.p, ctxq, ctx};
+    b8_par_for(r->nseq * A, 1, work * A * d >= 4 * B8_PAR_MIN ? nt : 1, att_s8_items, &j);
     prof_mark(s, BERT8_OP_ATTENTION, t);
     const bool pre = c->desc->pre_norm; /* the residual stream stays unnormalized */
     ln_job ln = {s, ly->w[B8_PART_LN1], ly->b[B8_PART_LN1], ly->q[B8_GROUP_FFN_IN]};
@@ -498,6 +577,38 @@ static bert8_status attention_s8(bert8_session *s, const rows *r, const b8_layer
     if (!pre) ln_after(s, ly, B8_GROUP_ATTN_OUT, M, &ln, t);
     (void)layer;
     return BERT8_OK;
+}
+
+typedef struct att_f32_job {
+    const bert8_session *s;
+    const rows *r;
+    b8_attention_fn att;
+    b8_attention_window_fn watt;
+    int64_t win;
+    float alpha;
+    b8_mask_mode mode;
+    size_t per;
+    const float *qkv;
+    float *ctx;
+} att_f32_job;
+
+static void att_f32_items(void *ctx_, int64_t i0, int64_t i1, int slot) {
+    const att_f32_job *j = ctx_;
+    const bert8_session *s = j->s;
+    const rows *r = j->r;
+    const b8_config *c = &s->model->cfg;
+    const int64_t H = c->hidden_size, A = c->num_heads, d = H / A;
+    float *scratch = (float *)s->att.p + (size_t)slot * j->per;
+    for (int64_t it = i0; it < i1; it++) {
+        const int64_t q = it / A, h = it % A, r0 = r->start[q], len = r->start[q + 1] - r0;
+        const float *base = j->qkv + r0 * 3 * H + h * d;
+        if (j->win >= 0)
+            j->watt(base, base + H, base + 2 * H, 3 * H, len, d, j->alpha, j->win, r->mask ? r->mask + r0 : NULL,
+                    j->mode, j->ctx + r0 * H + h * d, H, scratch);
+        else
+            j->att(base, base + H, base + 2 * H, 3 * H, len, d, j->alpha, r->mask ? r->mask + r0 : NULL, j->mode,
+                   rel_of(s, r, h, len), j->ctx + r0 * H + h * d, H, scratch);
+    }
 }
 
 static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *ly, int64_t layer) {
@@ -547,26 +658,15 @@ static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *l
     const int64_t win = sliding_layer(c, layer) ? c->window : -1;
     const b8_attention_window_fn watt = b8_attention_window_best();
     const size_t per = b8_attention_scratch_floats(r->T, d);
-    const int nt = omp_get_max_threads();
+    const int nt = b8_par_threads();
     if ((st = b8_buf_reserve(&s->att, (size_t)nt, per * sizeof(float), e))) return st;
     int64_t work = 0;
     for (int64_t q = 0; q < r->nseq; q++) {
         int64_t len = r->start[q + 1] - r->start[q];
         work += len * len;
     }
-    const int64_t items = r->nseq * A;
-#pragma omp parallel for schedule(dynamic, 1) if (work * A * d >= B8_PAR_MIN)
-    for (int64_t it = 0; it < items; it++) {
-        const int64_t q = it / A, h = it % A, r0 = r->start[q], len = r->start[q + 1] - r0;
-        const float *base = qkv + r0 * 3 * H + h * d;
-        float *scratch = (float *)s->att.p + (size_t)omp_get_thread_num() * per;
-        if (win >= 0)
-            watt(base, base + H, base + 2 * H, 3 * H, len, d, alpha, win, r->mask ? r->mask + r0 : NULL, mode,
-                 ctx + r0 * H + h * d, H, scratch);
-        else
-            att(base, base + H, base + 2 * H, 3 * H, len, d, alpha, r->mask ? r->mask + r0 : NULL, mode,
-                rel_of(s, r, h, len), ctx + r0 * H + h * d, H, scratch);
-    }
+    att_f32_job j = {s, r, att, watt, win, alpha, mode, per, qkv, ctx};
+    b8_par_for(r->nseq * A, 1, work * A * d >= B8_PAR_MIN ? nt : 1, att_f32_items, &j);
     prof_mark(s, BERT8_OP_ATTENTION, &t);
     if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_ATTN_OUT_IN, ctx, M, H, H, r->mask);
     /* x = LN(x + ctx Wo^T + bo): the residual is added in the GEMM's epilogue, the LayerNorm
@@ -611,6 +711,11 @@ static void glu_rows(void *ctx, int64_t m0, int64_t m1) {
     j->fn(j->gu + m0 * 2 * j->I, 2 * j->I, m1 - m0, j->I, j->act, j->h + m0 * j->I, j->I);
 }
 
+static void glu_rows_par(void *ctx, int64_t m0, int64_t m1, int slot) {
+    (void)slot;
+    glu_rows(ctx, m0, m1);
+}
+
 /* A gated FFN: FFN-in's [M][2I] gate | up product in fp32 (FP32 or INT8), h = act(gate) * up
  * (the GLU pass: inside an INT8 product on the rows each unit finished, else a pass of its own),
  * then FFN-out on h (quantized by run_group when it runs INT8). */
@@ -626,8 +731,7 @@ static bert8_status ffn_glu(bert8_session *s, const rows *r, const b8_layer *ly,
     bert8_status st = run_group(s, ly, M, &ic, t);
     if (st) return st;
     if (!qi) {
-#pragma omp parallel for schedule(static) if (M * I >= B8_PAR_MIN)
-        for (int64_t i = 0; i < M; i += 16) glu_rows(&gj, i, M - i < 16 ? M : i + 16);
+        b8_par_for(M, 16, par_threads(M * I, B8_PAR_MIN), glu_rows_par, &gj);
     }
     prof_mark(s, BERT8_OP_FFN_IN, t);
     if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_OUT_IN, h, M, I, I, r->mask);
@@ -796,7 +900,7 @@ static bert8_status heads(bert8_session *s, const rows *r) {
     return BERT8_OK;
 }
 
-static bert8_status forward(bert8_session *s, const input *bt, bert8_outputs *out) {
+static bert8_status forward_rows(bert8_session *s, const input *bt, bert8_outputs *out) {
     b8_err *e = &s->err;
     const bert8_model *m = s->model;
     const b8_config *c = &m->cfg;
@@ -831,6 +935,23 @@ static bert8_status forward(bert8_session *s, const input *bt, bert8_outputs *ou
     prof_mark(s, BERT8_OP_HEAD, &t);
     if (out) *out = s->out;
     return BERT8_OK;
+}
+
+/* Whether a layer's product runs FP32 on oneDNN (whose loops run on OpenMP's threads). */
+static bool onednn_layers(const bert8_model *m) {
+    for (int64_t l = 0; l < m->cfg.num_layers; l++)
+        for (int g = 0; g < B8_GROUP_COUNT; g++)
+            if (m->layers[l].f32[g] && !m->layers[l].q[g]) return true;
+    return false;
+}
+
+/* The pass on bert8's pool, or, where oneDNN runs the layers' products on OpenMP's threads, on
+ * OpenMP too: two pools spinning for the same cores would slow each other down. */
+static bert8_status forward(bert8_session *s, const input *bt, bert8_outputs *out) {
+    const int was = b8_par_set_omp(onednn_layers(s->model));
+    bert8_status st = forward_rows(s, bt, out);
+    b8_par_set_omp(was);
+    return st;
 }
 
 /* Starts a call: clears the error and the outputs; false when s is NULL. */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "base/cpu.h"
+#include "base/pool.h"
 #include "kernels/dispatch.h"
 #include "kernels/gemm_f32/sgemm_rows.h"
 
@@ -81,16 +82,31 @@ static float post_scalar(b8_act p, float v) {
     }
 }
 
-static void sgemm__scalar(const b8_sgemm_w *w, const float *a, int64_t lda, int64_t m, float *c, int64_t ldc) {
-#pragma omp parallel for schedule(static) if (m * w->n * w->k >= (1 << 20))
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < w->n; j++) {
-            const float *wr = (const float *)w->packed + j * w->k, *ar = a + i * lda;
+typedef struct sjob {
+    const b8_sgemm_w *w;
+    const float *a;
+    int64_t lda, m;
+    float *c;
+    int64_t ldc;
+} sjob;
+
+static void scalar_rows(void *ctx, int64_t i0, int64_t i1, int slot) {
+    (void)slot;
+    const sjob *j = ctx;
+    const b8_sgemm_w *w = j->w;
+    for (int64_t i = i0; i < i1; i++)
+        for (int64_t n = 0; n < w->n; n++) {
+            const float *wr = (const float *)w->packed + n * w->k, *ar = j->a + i * j->lda;
             float s = 0.0f;
             for (int64_t k = 0; k < w->k; k++) s = fmaf(ar[k], wr[k], s);
-            float v = post_scalar(w->post, s + w->bias[j]);
-            c[i * ldc + j] = w->acc ? c[i * ldc + j] + v : v;
+            float v = post_scalar(w->post, s + w->bias[n]);
+            j->c[i * j->ldc + n] = w->acc ? j->c[i * j->ldc + n] + v : v;
         }
+}
+
+static void sgemm__scalar(const b8_sgemm_w *w, const float *a, int64_t lda, int64_t m, float *c, int64_t ldc) {
+    sjob j = {w, a, lda, m, c, ldc};
+    b8_par_for(m, 1, m * w->n * w->k >= (1 << 20) ? b8_par_threads() : 1, scalar_rows, &j);
 }
 
 /* Best first; oneDNN's matmul needs at least SSE4.1 jit code, so it sits at bert8's AVX2 level
@@ -278,15 +294,27 @@ bert8_status b8_sgemm_w_pack_head(const float *wsrc, const float *bias, int64_t 
 
 /* A head's product in tiles of 16 rows x 64 outputs; every output is summed in the same order
  * whatever the tiling (sgemm_rows.h), so the threads change nothing in the result. */
-static void sgemm_rows(const b8_sgemm_w *w, const float *a, int64_t lda, int64_t m, float *c, int64_t ldc) {
+#define ROWS_RB 16
+#define ROWS_CB 64
+
+static void rows_tiles(void *ctx, int64_t t0, int64_t t1, int slot) {
+    (void)slot;
+    const sjob *j = ctx;
+    const b8_sgemm_w *w = j->w;
     const b8_sgemm_rows_fn fn = b8_sgemm_rows_best();
-    const int64_t RB = 16, CB = 64, rt = (m + RB - 1) / RB, ct = (w->n + CB - 1) / CB;
-#pragma omp parallel for schedule(static) if (m * w->n * w->k >= (1 << 18))
-    for (int64_t t = 0; t < rt * ct; t++) {
-        int64_t i0 = t / ct * RB, j0 = t % ct * CB;
-        int64_t mi = m - i0 < RB ? m - i0 : RB, j1 = w->n - j0 < CB ? w->n : j0 + CB;
-        fn(a + i0 * lda, lda, mi, w->packed, w->bias, w->k, w->post, w->acc, c + i0 * ldc, ldc, j0, j1);
+    const int64_t ct = (w->n + ROWS_CB - 1) / ROWS_CB;
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t i0 = t / ct * ROWS_RB, j0 = t % ct * ROWS_CB;
+        int64_t mi = j->m - i0 < ROWS_RB ? j->m - i0 : ROWS_RB, j1 = w->n - j0 < ROWS_CB ? w->n : j0 + ROWS_CB;
+        fn(j->a + i0 * j->lda, j->lda, mi, w->packed, w->bias, w->k, w->post, w->acc, j->c + i0 * j->ldc, j->ldc,
+           j0, j1);
     }
+}
+
+static void sgemm_rows(const b8_sgemm_w *w, const float *a, int64_t lda, int64_t m, float *c, int64_t ldc) {
+    const int64_t rt = (m + ROWS_RB - 1) / ROWS_RB, ct = (w->n + ROWS_CB - 1) / ROWS_CB;
+    sjob j = {w, a, lda, m, c, ldc};
+    b8_par_for(rt * ct, 1, m * w->n * w->k >= (1 << 18) ? b8_par_threads() : 1, rows_tiles, &j);
 }
 
 void b8_sgemm_w_free(b8_sgemm_w *w) {

@@ -3,7 +3,8 @@
  * micro-kernels over OpenMP threads (A packed once per call, then M x N blocks in parallel). */
 #include "kernels/gemm_s8/qgemm_impl.h"
 
-#include <omp.h>
+#include "base/pool.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -415,7 +416,13 @@ typedef struct run_plan {
      * one row panel, twice what memory delivers on the Zen 5 machine (docs/benchmarks.md). */
     int w_outer;
     size_t scratch_bytes; /* per thread: one tile, plus mc x nc partial sums when npc > 1 */
+    uint8_t *scratch;     /* scratch_bytes per slot of the pool */
 } run_plan;
+
+typedef struct rows_done_job {
+    const b8_qepilogue *ep;
+    int64_t M;
+} rows_done_job;
 
 /* The packed A micro-panel of rows ir.., from k0. */
 static inline const uint8_t *panel_a(const run_plan *p, int64_t ir, int64_t k0) {
@@ -505,15 +512,38 @@ static void run_unit(const run_plan *p, int64_t mi, int64_t ni, int32_t *scratch
 /* Rows handed to rows_done per call when they are passed out after the product. */
 #define B8_ROWS_DONE_BLOCK 16
 
-/* ep->rows_done over all M rows in blocks, shared by the threads of the enclosing parallel
- * region (or run by the one thread outside of one). */
-static void rows_done_blocks(const b8_qepilogue *ep, int64_t M) {
-    int64_t blocks = (M + B8_ROWS_DONE_BLOCK - 1) / B8_ROWS_DONE_BLOCK;
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < blocks; i++) {
+/* ep->rows_done over the row blocks [b0, b1). */
+static void rows_done_body(void *ctx, int64_t b0, int64_t b1, int slot) {
+    (void)slot;
+    const b8_qepilogue *ep = ((const rows_done_job *)ctx)->ep;
+    const int64_t M = ((const rows_done_job *)ctx)->M;
+    for (int64_t i = b0; i < b1; i++) {
         int64_t m0 = i * B8_ROWS_DONE_BLOCK;
         ep->rows_done(ep->rows_ctx, m0, m0 + B8_ROWS_DONE_BLOCK < M ? m0 + B8_ROWS_DONE_BLOCK : M);
     }
+}
+
+/* ep->rows_done over all M rows in blocks, on nt threads. */
+static void rows_done_blocks(const b8_qepilogue *ep, int64_t M, int nt) {
+    rows_done_job j = {ep, M};
+    b8_par_for((M + B8_ROWS_DONE_BLOCK - 1) / B8_ROWS_DONE_BLOCK, 1, nt, rows_done_body, &j);
+}
+
+static void pack_body(void *ctx, int64_t i0, int64_t i1, int slot) {
+    (void)slot;
+    const run_plan *p = ctx;
+    const b8_qblis *b = p->b;
+    const int mr = b->mr;
+    for (int64_t i = i0; i < i1; i++) {
+        int rows = (int)(p->M - i * mr < mr ? p->M - i * mr : mr);
+        b->pack_a(p->A + i * mr * p->lda, p->lda, rows, 0, p->w->K, p->apack + (size_t)i * p->panel_bytes);
+    }
+}
+
+static void unit_body(void *ctx, int64_t u0, int64_t u1, int slot) {
+    const run_plan *p = ctx;
+    int32_t *scratch = (int32_t *)(p->scratch + p->scratch_bytes * (size_t)slot);
+    for (int64_t u = u0; u < u1; u++) run_unit(p, u % p->mb, u / p->mb, scratch);
 }
 
 /* Work below this many multiply-adds runs on one thread: a fork/join costs more. */
@@ -538,7 +568,7 @@ static bert8_status run_blis(const int8_t *A, int64_t lda, int64_t M, const b8_q
         return b8_fail(e, BERT8_ERR_INTERNAL, "kernel %s must run K=%lld in one pass",
                        w->kernel->name, (long long)w->K);
 
-    int nt = omp_get_max_threads();
+    int nt = b8_par_threads();
     if ((double)M * (double)w->N * (double)w->K < (double)B8_QGEMM_SERIAL_MACS) nt = 1;
     int64_t panels_n = w->Np / nr;
     int64_t nc = (int64_t)(bl->w_block_bytes / (size_t)p.kc) / nr * nr;
@@ -598,22 +628,13 @@ static bert8_status run_blis(const int8_t *A, int64_t lda, int64_t M, const b8_q
     uint8_t *mem = ws->p;
     p.apack = mem + p.scratch_bytes * (size_t)nt;
 
-    int64_t units = p.mb * p.nb;
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-        int32_t *scratch = (int32_t *)(mem + p.scratch_bytes * (size_t)omp_get_thread_num());
-#pragma omp for schedule(dynamic, 4)
-        for (int64_t i = 0; i < panels_m; i++) {
-            int rows = (int)(M - i * mr < mr ? M - i * mr : mr);
-            b->pack_a(A + i * mr * lda, lda, rows, 0, w->K, p.apack + (size_t)i * p.panel_bytes);
-        }
-        /* N-major order: threads move through the W blocks together, each keeping the current
-         * block in its own L2. Dynamic, so a thread that loses its core to another process
-         * does not hold up the call. */
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t u = 0; u < units; u++) run_unit(&p, u % p.mb, u / p.mb, scratch);
-        if (ep && ep->rows_done && !p.row_units) rows_done_blocks(ep, M);
-    }
+    p.scratch = mem;
+    /* A packed first (in chunks of 4 panels), then the units. N-major order: threads move
+     * through the W blocks together, each keeping the current block in its own L2. Handed out one
+     * at a time, so a thread that loses its core to another process does not hold up the call. */
+    b8_par_for(panels_m, 4, nt, pack_body, &p);
+    b8_par_for(p.mb * p.nb, 1, nt, unit_body, &p);
+    if (ep && ep->rows_done && !p.row_units) rows_done_blocks(ep, M, nt);
     b8_buf_free(&local);
     return BERT8_OK;
 }
@@ -660,10 +681,7 @@ bert8_status b8_qgemm(const int8_t *A, int64_t lda, int64_t M, const b8_qweight 
     if (M == 0) return BERT8_OK;
     if (W->kernel->blis) return run_blis(A, lda, M, W, ep, NULL, 0, ws, e);
     st = W->kernel->run(A, lda, M, W, ep, NULL, 0, e);
-    if (st == BERT8_OK && ep->rows_done) {
-#pragma omp parallel if (M >= 4 * B8_ROWS_DONE_BLOCK)
-        rows_done_blocks(ep, M);
-    }
+    if (st == BERT8_OK && ep->rows_done) rows_done_blocks(ep, M, M >= 4 * B8_ROWS_DONE_BLOCK ? b8_par_threads() : 1);
     return st;
 }
 

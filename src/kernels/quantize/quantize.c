@@ -3,9 +3,9 @@
 #include "kernels/quantize/quantize.h"
 
 #include <math.h>
-#include <omp.h>
 
 #include "base/cpu.h"
+#include "base/pool.h"
 #include "kernels/dispatch.h"
 #include "kernels/rowops/rowops.h"
 
@@ -81,7 +81,6 @@ void b8_layernorm_quantize__scalar(const float *x, int64_t ldx, int64_t rows, in
 
 /* Rows per call of a twin: they interleave the rows of a call (up to 4 at a time). */
 #define ROW_BLOCK 8
-static inline int64_t block(int64_t r, int64_t rows) { return rows - r < ROW_BLOCK ? rows - r : ROW_BLOCK; }
 
 #define QUANT_TABLE(op, fn)                                                                    \
     static const b8_impl fn##_impls[] = {                                                      \
@@ -103,41 +102,79 @@ b8_layernorm_quantize_fn b8_layernorm_quantize_best(void) {
     return (b8_layernorm_quantize_fn)b8_dispatch(&b8_op_layernorm_quantize)->fn;
 }
 
+/* The entry points below run their rows on the pool in blocks of ROW_BLOCK (every row is
+ * computed alone, so the split changes nothing in the result). */
+typedef struct qjob {
+    const float *x;
+    float *xw; /* layernorm_quantize_dynamic: x, normalized in place */
+    int64_t ldx, n, ldq;
+    const float *mul;
+    float inv_scale, zero;
+    int8_t *q;
+    float *row_scale;
+    const b8_ln_quant *lnq;
+    const float *g, *b;
+    float eps;
+} qjob;
+
+static inline int par_threads(int64_t rows, int64_t n) { return rows * n >= PAR_ELEMS ? b8_par_threads() : 1; }
+
+static void static_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
+    (void)slot;
+    const qjob *j = ctx;
+    b8_quantize_static_fn f = (b8_quantize_static_fn)b8_dispatch(&b8_op_quantize_static)->fn;
+    f(j->x + r0 * j->ldx, j->ldx, r1 - r0, j->n, j->mul, j->inv_scale, j->zero, j->q + r0 * j->ldq, j->ldq);
+}
+
 void b8_quantize_static(const float *x, int64_t ldx, int64_t rows, int64_t n, const float *mul,
                         float inv_scale, float zero, int8_t *q, int64_t ldq) {
-    b8_quantize_static_fn f = (b8_quantize_static_fn)b8_dispatch(&b8_op_quantize_static)->fn;
-#pragma omp parallel for schedule(static) if (rows * n >= PAR_ELEMS)
-    for (int64_t r = 0; r < rows; r += ROW_BLOCK)
-        f(x + r * ldx, ldx, block(r, rows), n, mul, inv_scale, zero, q + r * ldq, ldq);
+    qjob j = {.x = x, .ldx = ldx, .n = n, .ldq = ldq, .mul = mul, .inv_scale = inv_scale, .zero = zero, .q = q};
+    b8_par_for(rows, ROW_BLOCK, par_threads(rows, n), static_rows, &j);
+}
+
+static void dynamic_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
+    (void)slot;
+    const qjob *j = ctx;
+    b8_quantize_dynamic_fn f = (b8_quantize_dynamic_fn)b8_dispatch(&b8_op_quantize_dynamic)->fn;
+    f(j->x + r0 * j->ldx, j->ldx, r1 - r0, j->n, j->mul, j->q + r0 * j->ldq, j->ldq, j->row_scale + r0);
 }
 
 void b8_quantize_dynamic(const float *x, int64_t ldx, int64_t rows, int64_t n, const float *mul,
                          int8_t *q, int64_t ldq, float *row_scale) {
-    b8_quantize_dynamic_fn f = (b8_quantize_dynamic_fn)b8_dispatch(&b8_op_quantize_dynamic)->fn;
-#pragma omp parallel for schedule(static) if (rows * n >= PAR_ELEMS)
-    for (int64_t r = 0; r < rows; r += ROW_BLOCK)
-        f(x + r * ldx, ldx, block(r, rows), n, mul, q + r * ldq, ldq, row_scale + r);
+    qjob j = {.x = x, .ldx = ldx, .n = n, .ldq = ldq, .mul = mul, .q = q, .row_scale = row_scale};
+    b8_par_for(rows, ROW_BLOCK, par_threads(rows, n), dynamic_rows, &j);
+}
+
+static void ln_quant_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
+    (void)slot;
+    const qjob *j = ctx;
+    b8_layernorm_quantize_fn f = (b8_layernorm_quantize_fn)b8_dispatch(&b8_op_layernorm_quantize)->fn;
+    b8_ln_quant pr = *j->lnq;
+    if (pr.y) pr.y += r0 * pr.ldy;
+    f(j->x + r0 * j->ldx, j->ldx, r1 - r0, j->n, &pr, j->q + r0 * j->ldq, j->ldq);
 }
 
 void b8_layernorm_quantize(const float *x, int64_t ldx, int64_t rows, int64_t n,
                            const b8_ln_quant *p, int8_t *q, int64_t ldq) {
-    b8_layernorm_quantize_fn f = (b8_layernorm_quantize_fn)b8_dispatch(&b8_op_layernorm_quantize)->fn;
-#pragma omp parallel for schedule(static) if (rows * n >= PAR_ELEMS)
-    for (int64_t r = 0; r < rows; r += ROW_BLOCK) {
-        b8_ln_quant pr = *p;
-        if (pr.y) pr.y += r * pr.ldy;
-        f(x + r * ldx, ldx, block(r, rows), n, &pr, q + r * ldq, ldq);
+    qjob j = {.x = x, .ldx = ldx, .n = n, .ldq = ldq, .q = q, .lnq = p};
+    b8_par_for(rows, ROW_BLOCK, par_threads(rows, n), ln_quant_rows, &j);
+}
+
+static void ln_dynamic_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
+    (void)slot;
+    const qjob *j = ctx;
+    b8_layernorm_fn ln = b8_layernorm_rows_best();
+    b8_quantize_dynamic_fn f = (b8_quantize_dynamic_fn)b8_dispatch(&b8_op_quantize_dynamic)->fn;
+    for (int64_t r = r0; r < r1; r++) { /* ldx may differ from n: the LayerNorm takes one row */
+        ln(j->xw + r * j->ldx, j->xw + r * j->ldx, 1, j->n, j->g, j->b, j->eps);
+        f(j->xw + r * j->ldx, j->ldx, 1, j->n, j->mul, j->q + r * j->ldq, j->ldq, j->row_scale + r);
     }
 }
 
 void b8_layernorm_quantize_dynamic(float *x, int64_t ldx, int64_t rows, int64_t n, const float *g,
                                    const float *b, float eps, const float *mul, int8_t *q,
                                    int64_t ldq, float *row_scale) {
-    b8_layernorm_fn ln = b8_layernorm_rows_best();
-    b8_quantize_dynamic_fn f = (b8_quantize_dynamic_fn)b8_dispatch(&b8_op_quantize_dynamic)->fn;
-#pragma omp parallel for schedule(static) if (rows * n >= PAR_ELEMS)
-    for (int64_t r = 0; r < rows; r++) { /* ldx may differ from n: the LayerNorm takes one row */
-        ln(x + r * ldx, x + r * ldx, 1, n, g, b, eps);
-        f(x + r * ldx, ldx, 1, n, mul, q + r * ldq, ldq, row_scale + r);
-    }
+    qjob j = {.xw = x, .ldx = ldx, .n = n, .ldq = ldq, .mul = mul, .q = q, .row_scale = row_scale,
+              .g = g, .b = b, .eps = eps};
+    b8_par_for(rows, ROW_BLOCK, par_threads(rows, n), ln_dynamic_rows, &j);
 }
