@@ -28,6 +28,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             FUZZ_CHECK(c.labels[i] != NULL);
         FUZZ_CHECK(memchr(c.model_type, 0, sizeof c.model_type) != NULL);
         FUZZ_CHECK(memchr(c.architecture, 0, sizeof c.architecture) != NULL);
+        FUZZ_CHECK(c.lora_count >= 0 && c.lora_count <= B8_LORA_MAX_TASKS);
+        for (int64_t i = 0; i < c.lora_count; i++)
+            FUZZ_CHECK(c.lora_tasks[i][0] != '\0' && memchr(c.lora_tasks[i], 0, B8_LORA_NAME_MAX) != NULL);
+        FUZZ_CHECK(c.lora_count == 0 || (c.lora_rank >= 1 && isfinite(c.lora_alpha)));
         b8_config_free(&c);
     } else {
         FUZZ_CHECK(e.status == s && e.msg[0] != '\0' && c.labels == NULL);

@@ -117,11 +117,20 @@ typedef struct bert8_model_info {
     int weight_bits;          /* quantized: 8, or 7 (weights within +-64, bert8_quant_params);
                                  0 for an FP32 model */
     int has_mlm_head;         /* the checkpoint has a masked-LM head (bert8_mlm_logits) */
+    const char *lora_task;    /* the LoRA task folded into the weights (bert8_load_params), or "" */
 } bert8_model_info;
 
 typedef struct bert8_load_params {
     int threads;  /* 0: leave the pool as it is */
     int verbose;  /* print loading and kernel choices to stderr */
+    /* Task-specific LoRA adapters (Jina embeddings v3: config.json "lora_adaptations", tensors
+     * "<Linear or Embedding>.parametrizations.weight.0.lora_A/lora_B", one slice per task): the
+     * name of the task whose adapters are folded into the base weights at load time
+     * (W + lora_alpha / lora_rank * B A), or NULL (the default): the base weights, as
+     * transformers and sentence-transformers run the model when no task is given. A name the
+     * config does not list is BERT8_ERR_INVALID_ARG naming the valid ones. An INT8 folder holds
+     * the task it was quantized with already folded: NULL or that name. */
+    const char *lora_task;
 } bert8_load_params;
 
 bert8_load_params bert8_default_load_params(void);

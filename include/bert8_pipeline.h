@@ -73,6 +73,8 @@ typedef struct bert8_pipeline_params {
                                  of its prompts applied when a call names none */
     const char *default_prompt; /* NULL: as default_prompt_name; else this text ("" for none),
                                  applied when a call names none */
+    const char *lora_task;    /* bert8_pipeline_open: the LoRA task folded into the model's weights
+                                 (bert8_load_params.lora_task); NULL: none */
 } bert8_pipeline_params;
 
 bert8_pipeline_params bert8_default_pipeline_params(void);

@@ -47,15 +47,79 @@ ARCHS = {
     "modernbert": (tf.ModernBertConfig, {"pad_token_id": 0, "local_attention": 16, "global_attn_every_n_layers": 2,
                                          "norm_eps": 1e-5, "global_rope_theta": 10000.0, "local_rope_theta": 500.0,
                                          "classifier_pooling": "mean"}, "ModernBert"),
+    # Jina v3 as its published checkpoints store it (the XLMRobertaLoRA custom code): "roberta."
+    # prefix, task LoRA adapters on the embeddings and every Linear (add_lora); base model only (last, so
+    # that the other architectures keep their seeds)
+    "jina-v3-lora": (tf.JinaEmbeddingsV3Config, {"pad_token_id": 1, "type_vocab_size": 1}, "JinaEmbeddingsV3"),
 }
 HEADS = {"base": "Model", "seqcls": "ForSequenceClassification", "tokcls": "ForTokenClassification",
          "qa": "ForQuestionAnswering", "mlm": "ForMaskedLM"}
 VOCAB = 211
 
 
+# Jina v3's LoRA adapters: transformers 5.24's JinaEmbeddingsV3Model has none (no lora_* config
+# field, no adapter_mask), so the adapters are written here in the custom code's layout and the
+# oracle folds them into transformers' weights with torch (W + alpha / rank * B A; A B for the
+# embedding tables), exactly as that code's LoRAParametrization.lora_forward does.
+LORA_TASKS = ["retrieval.query", "retrieval.passage", "separation", "classification", "text-matching"]
+LORA_RANK, LORA_ALPHA = 4, 3.0
+
+
 def heads_of(arch: str) -> list[str]:
     """The heads transformers has for the architecture (GTE and NomicBERT have no QA model)."""
+    if arch.endswith("-lora"):
+        return ["base"]
     return [h for h in HEADS if hasattr(tf, ARCHS[arch][2] + HEADS[h])]
+
+
+def add_lora(d: pathlib.Path, model: torch.nn.Module, cfg, gen: torch.Generator) -> dict:
+    """Rewrites d's checkpoint in the published jina-embeddings-v3 layout: every tensor under
+    "roberta.", each Embedding and Linear weight as "<m>.parametrizations.weight.original" with
+    random adapters "<m>.parametrizations.weight.0.lora_A/lora_B" (one slice per task); adds
+    lora_adaptations, lora_rank and lora_alpha to config.json. Returns, per task, the
+    transformers state dict with that task's adapters folded in."""
+    from safetensors.torch import load_file, save_file  # noqa: PLC0415
+
+    T, r, scale = len(LORA_TASKS), LORA_RANK, LORA_ALPHA / LORA_RANK
+    H = cfg.hidden_size
+    saved = load_file(str(d / "model.safetensors"))
+    # saved (custom-code) module -> [(transformers parameter, first row)] and whether it is a table
+    modules = {"embeddings.word_embeddings": ([("embeddings.word_embeddings.weight", 0)], True),
+               "embeddings.token_type_embeddings": ([("embeddings.token_type_embeddings.weight", 0)], True),
+               "pooler.dense": ([("pooler.dense.weight", 0)], False)}
+    for i in range(cfg.num_hidden_layers):
+        p, q = f"encoder.layers.{i}.", f"layers.{i}."
+        modules[p + "mixer.Wqkv"] = ([(q + f"self_attn.{x}_proj.weight", j * H) for j, x in enumerate("qkv")], False)
+        modules[p + "mixer.out_proj"] = ([(q + "self_attn.o_proj.weight", 0)], False)
+        modules[p + "mlp.fc1"] = ([(q + "mlp.fc1.weight", 0)], False)
+        modules[p + "mlp.fc2"] = ([(q + "mlp.fc2.weight", 0)], False)
+    out, deltas = {}, {t: {} for t in LORA_TASKS}
+    for name, w in saved.items():
+        mod = name[: -len(".weight")]
+        if mod not in modules:
+            out["roberta." + name] = w
+            continue
+        n, k = w.shape
+        table = modules[mod][1]
+        a = 0.3 * torch.randn((T, n, r) if table else (T, r, k), generator=gen)
+        b = 0.3 * torch.randn((T, r, k) if table else (T, n, r), generator=gen)
+        base = "roberta." + mod + ".parametrizations.weight."
+        out[base + "original"], out[base + "0.lora_A"], out[base + "0.lora_B"] = w, a, b
+        for t, task in enumerate(LORA_TASKS):
+            deltas[task][mod] = (a[t] @ b[t] if table else b[t] @ a[t]) * scale
+    save_file(out, str(d / "model.safetensors"), metadata={"format": "pt"})
+    c = json.loads((d / "config.json").read_text())
+    c.update(lora_adaptations=LORA_TASKS, lora_rank=LORA_RANK, lora_alpha=LORA_ALPHA)
+    (d / "config.json").write_text(json.dumps(c, indent=2))
+    states = {}
+    for task in LORA_TASKS:
+        sd = {k: v.clone() for k, v in model.state_dict().items()}
+        for mod, (targets, _) in modules.items():
+            for pname, row in targets:
+                rows = sd[pname].shape[0]
+                sd[pname] = sd[pname] + deltas[task][mod][row: row + rows]
+        states[task] = sd
+    return states
 
 
 def config_of(arch: str, shape: str, head: str):
@@ -135,6 +199,7 @@ def make(out: pathlib.Path, arch: str, shape: str, head: str, seed: int) -> None
     d = out / f"{arch}_{shape}_{head}"
     model.save_pretrained(d, safe_serialization=True)
     write_tokenizer(d, cfg)
+    states = add_lora(d, model, cfg, gen) if arch.endswith("-lora") else {}
     ids, mask, types = batch(cfg, arch, SHAPES[shape][5], np.random.default_rng(seed))
     kw = {"input_ids": torch.tensor(ids), "attention_mask": torch.tensor(mask)}
     if types is not None:
@@ -142,6 +207,15 @@ def make(out: pathlib.Path, arch: str, shape: str, head: str, seed: int) -> None
     with torch.no_grad():
         res = model(**kw, output_hidden_states=True)
     arrays = {"input_ids": ids, "attention_mask": mask, "last_hidden_state": res.hidden_states[-1].numpy()}
+    base_state = {k: v.clone() for k, v in model.state_dict().items()}
+    for task, sd in states.items():  # per task: "lora__<task>__<output>"
+        model.load_state_dict(sd)
+        with torch.no_grad():
+            rt = model(**kw, output_hidden_states=True)
+        arrays[f"lora__{task}__last_hidden_state"] = rt.hidden_states[-1].numpy()
+        arrays[f"lora__{task}__pooler_output"] = rt.pooler_output.numpy()
+    if states:
+        model.load_state_dict(base_state)
     if types is not None:
         arrays["token_type_ids"] = types
     if head == "base" and getattr(res, "pooler_output", None) is not None:

@@ -45,6 +45,8 @@ static const opt OPTS[] = {
      "NAME  prompt of config_sentence_transformers.json applied when a request names none (none)"},
     {"--default-prompt", "DEFAULT_PROMPT", O_STR, OFF(default_prompt), 0, 0,
      "TEXT  prompt applied when a request names none (none; not with --default-prompt-name)"},
+    {"--lora-task", "BERT8_LORA_TASK", O_STR, OFF(lora_task), 0, 0,
+     "NAME  the task whose LoRA adapters are folded into the weights (Jina v3: retrieval.query, ...; none)"},
     {"--dense-path", "DENSE_PATH", O_STR, OFF(dense_path), 0, 0,
      "DIR  the Dense module to use (e.g. 2_Dense_1024): replaces modules.json's one, or follows the pooling"},
     {"--api-key", "API_KEY", O_STR, OFF(api_key), 0, 0,

@@ -32,6 +32,7 @@ static int open_model(srv_server *s, char *err, size_t err_len) {
     pp.max_text_bytes = s->cfg.payload_limit;
     pp.pooling = s->cfg.pooling;
     pp.dense_path = s->cfg.dense_path;
+    pp.lora_task = s->cfg.lora_task;
     /* as TEI: a prompt only from the flags, never the folder's default_prompt_name */
     pp.default_prompt_name = s->cfg.default_prompt_name;
     pp.default_prompt = s->cfg.default_prompt ? s->cfg.default_prompt : s->cfg.default_prompt_name ? NULL : "";

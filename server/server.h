@@ -38,6 +38,7 @@ typedef struct srv_config {
     bert8_pooling pooling;         /* DEFAULT: the folder's */
     int splade;                    /* --pooling splade: /embed_sparse only (a masked-LM head) */
     const char *default_prompt_name; /* TEI: a prompt name applied when a request names none */
+    const char *lora_task;           /* the LoRA task folded into the model's weights (Jina v3), or NULL */
     const char *default_prompt;    /* TEI: a prompt text applied when a request names none */
     const char *dense_path;        /* TEI: the Dense module folder */
     const char *api_key;           /* NULL: no auth */

@@ -26,6 +26,8 @@ static const command COMMANDS[] = {
     {"info", cmd_info, "info MODEL_DIR [--json]                  architecture, sizes, heads, tensors"},
     {"forward", cmd_forward,
      "forward MODEL_DIR --input FILE.json [--threads N]   token ids in, outputs out (JSON)"},
+    /* info, forward, the text commands, quantize, bench and serve take --lora-task NAME: the task
+     * whose LoRA adapters (Jina v3) are folded into the weights at load */
     {"tokenize", cmd_tokenize, "tokenize MODEL_DIR < lines                 text -> ids, tokens, offsets (JSON lines)"},
     {"classify", cmd_classify, "classify MODEL_DIR < lines                 sequence classification (JSON lines)"},
     {"embed", cmd_embed, "embed MODEL_DIR [--pooling cls|mean] [--normalize] < lines   sentence embeddings"},
@@ -55,6 +57,8 @@ static void usage(FILE *f) {
     fprintf(f, "bert8 %s: BERT-family encoders on CPUs, in FP32 and INT8\n\nusage: bert8 COMMAND ...\n",
             bert8_version());
     for (size_t i = 0; i < sizeof COMMANDS / sizeof *COMMANDS; i++) fprintf(f, "  bert8 %s\n", COMMANDS[i].usage);
+    fprintf(f, "  (info, forward, the text commands, quantize, bench and serve take --lora-task NAME: the task whose\n"
+               "   LoRA adapters, Jina v3's, are folded into the weights; default none)\n");
 }
 
 int main(int argc, char **argv) {

@@ -33,7 +33,8 @@ void cli_print_json_string(FILE *f, const char *s);
 /* Prints a tensor as nested arrays. */
 void cli_print_tensor(FILE *f, const bert8_tensor *t);
 
-/* Loads a model folder, applying --threads; prints the error and returns NULL on failure. */
-bert8_model *cli_load_model(const char *cmd, const char *dir, int threads);
+/* Loads a model folder, applying --threads and --lora-task (NULL: none); prints the error and
+ * returns NULL on failure. */
+bert8_model *cli_load_model(const char *cmd, const char *dir, int threads, const char *lora_task);
 
 #endif

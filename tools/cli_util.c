@@ -124,13 +124,14 @@ static void print_dims(FILE *f, const float *d, const int64_t *shape, int ndim) 
 
 void cli_print_tensor(FILE *f, const bert8_tensor *t) { print_dims(f, t->data, t->shape, t->ndim); }
 
-bert8_model *cli_load_model(const char *cmd, const char *dir, int threads) {
+bert8_model *cli_load_model(const char *cmd, const char *dir, int threads, const char *lora_task) {
     if (!dir) {
         cli_error(cmd, "missing MODEL_DIR");
         return NULL;
     }
     bert8_load_params p = bert8_default_load_params();
     p.threads = threads;
+    p.lora_task = lora_task;
     const char *v = getenv("BERT8_VERBOSE");
     p.verbose = v && *v && strcmp(v, "0") != 0;
     bert8_set_threads(threads);

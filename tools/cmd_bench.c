@@ -259,7 +259,8 @@ int cmd_bench(int argc, char **argv) {
                "                  (without MODEL_DIR: the ceilings only)\n");
         return 0;
     }
-    const char *bs = cli_opt(&a, "--batch"), *ss = cli_opt(&a, "--seq"), *th = cli_opt(&a, "--threads");
+    const char *bs = cli_opt(&a, "--batch"), *ss = cli_opt(&a, "--seq"), *th = cli_opt(&a, "--threads"),
+               *lora_task = cli_opt(&a, "--lora-task");
     const char *scheme_s = cli_opt(&a, "--scheme"), *calib = cli_opt(&a, "--calib"), *it = cli_opt(&a, "--iters");
     const char *alpha_s = cli_opt(&a, "--alpha"), *columns = cli_opt(&a, "--column");
     const char *ffn_out = cli_opt(&a, "--ffn-out");
@@ -298,7 +299,7 @@ int cmd_bench(int argc, char **argv) {
                    pk0.int8_amx_gops, pk0.int8_avx2_gops, pk0.mem_gbps);
         return 0;
     }
-    bert8_model *m = cli_load_model(C, dir, (int)threads), *q = NULL;
+    bert8_model *m = cli_load_model(C, dir, (int)threads, lora_task), *q = NULL;
     if (!m) return 1;
     const bert8_model_info *info = bert8_model_get_info(m);
     resolve_attention(m, &p.int8_attention);

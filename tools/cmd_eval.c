@@ -139,6 +139,7 @@ int cmd_eval(int argc, char **argv) {
     o.data = cli_opt(&a, "--data");
     o.split_path = cli_opt(&a, "--split");
     o.lang = cli_opt(&a, "--lang");
+    const char *lora_task = cli_opt(&a, "--lora-task");
     o.json = cli_flag(&a, "--json");
     bool quiet = cli_flag(&a, "--quiet"), progress = cli_flag(&a, "--progress");
     o.progress = !quiet && (progress || isatty(2));
@@ -175,7 +176,7 @@ int cmd_eval(int argc, char **argv) {
         return cli_error(CMD, "--rows does not apply to squad");
     text_runner r;
     int rc = 1;
-    text_runner_opts ro = {(int)o.threads, o.batch, 0, BERT8_POOLING_DEFAULT, -1, 0};
+    text_runner_opts ro = {(int)o.threads, o.batch, 0, BERT8_POOLING_DEFAULT, -1, 0, lora_task};
     if (text_runner_open(&r, CMD, dir, true, &ro)) {
         eval_set es;
         if (r.info->head != head) {

@@ -58,10 +58,11 @@ int cmd_info(int argc, char **argv) {
     cli_args a;
     cli_args_init(&a, argc, argv);
     bool json = cli_flag(&a, "--json");
+    const char *lora_task = cli_opt(&a, "--lora-task");
     const char *dir = cli_positional(&a);
     const char *left = cli_leftover(&a);
     if (left) return cli_error("info", "unknown argument \"%s\"", left);
-    bert8_model *m = cli_load_model("info", dir, 1);
+    bert8_model *m = cli_load_model("info", dir, 1, lora_task);
     if (!m) return 1;
     const bert8_model_info *i = bert8_model_get_info(m);
     if (json) {
@@ -77,6 +78,10 @@ int cmd_info(int argc, char **argv) {
                (long long)i->num_labels, i->hidden_act, i->layer_norm_eps,
                i->has_pooler ? "true" : "false", i->quantized ? "true" : "false",
                (long long)i->tensor_count, (long long)i->weight_bytes, (long long)i->param_count);
+        if (i->lora_task[0]) {
+            printf(",\"lora_task\":");
+            cli_print_json_string(stdout, i->lora_task);
+        }
         if (i->quantized) print_units_json(m);
         printf("}\n");
     } else {
@@ -93,6 +98,7 @@ int cmd_info(int argc, char **argv) {
         printf("max positions:    %lld\n", (long long)i->max_position_embeddings);
         printf("token types:      %lld\n", (long long)i->type_vocab_size);
         printf("pooler:           %s\n", i->has_pooler ? "yes" : "no");
+        if (i->lora_task[0]) printf("LoRA task:        %s (adapters folded into the weights)\n", i->lora_task);
         if (i->num_labels) {
             printf("labels:           %lld:", (long long)i->num_labels);
             for (int64_t k = 0; k < i->num_labels && i->head != BERT8_HEAD_QA; k++)
@@ -156,7 +162,7 @@ int cmd_forward(int argc, char **argv) {
     cli_args a;
     cli_args_init(&a, argc, argv);
     const char *input = cli_opt(&a, "--input");
-    const char *th = cli_opt(&a, "--threads");
+    const char *th = cli_opt(&a, "--threads"), *lora_task = cli_opt(&a, "--lora-task");
     const char *dir = cli_positional(&a);
     const char *left = cli_leftover(&a);
     long threads = 0;
@@ -195,7 +201,7 @@ int cmd_forward(int argc, char **argv) {
     const cJSON *jt = cJSON_GetObjectItemCaseSensitive(root, "token_type_ids");
     if (jm && !(mask = read_ids(jm, "attention_mask", &B, &T, true))) goto out;
     if (jt && !(types = read_ids(jt, "token_type_ids", &B, &T, true))) goto out;
-    if (!(m = cli_load_model("forward", dir, (int)threads))) goto out;
+    if (!(m = cli_load_model("forward", dir, (int)threads, lora_task))) goto out;
     if (bert8_session_create(m, &s)) {
         cli_error("forward", "out of memory");
         goto out;

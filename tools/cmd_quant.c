@@ -912,7 +912,7 @@ static int quantize_budget(budget_run *b, const bert8_tokenizer *tok, const bert
     if (b->nh == 0 && !bo->quiet)
         fprintf(stderr, "bert8 quantize: warning: --tune-fraction %g leaves no held-out examples; every score "
                         "reported is on the data the search tuned on\n", bo->tune_fraction);
-    text_runner_opts ro = {b->threads, bo->batch, 0, BERT8_POOLING_DEFAULT, -1, 0};
+    text_runner_opts ro = {b->threads, bo->batch, 0, BERT8_POOLING_DEFAULT, -1, 0, NULL};
     b->be = (budget_eval){.es = &b->es, .tok = tok, .dir = b->dir, .pp = text_runner_pipeline_params(&ro, max_tokens),
                           .idx = b->tune, .n = b->nt};
     if (!(b->be.ex = malloc((size_t)b->nt * sizeof *b->be.ex))) {
@@ -1320,7 +1320,7 @@ static int quantize_cosine(budget_run *b, const bert8_tokenizer *tok, const bert
     }
     int64_t max_tokens = bert8_tokenizer_model_max_length(tok);
     if (max_tokens <= 0 || info->max_seq_len < max_tokens) max_tokens = info->max_seq_len;
-    text_runner_opts ro = {b->threads, bo->batch, 0, BERT8_POOLING_DEFAULT, -1, 0};
+    text_runner_opts ro = {b->threads, bo->batch, 0, BERT8_POOLING_DEFAULT, -1, 0, NULL};
     ce->tok = tok;
     ce->dir = b->dir;
     ce->pp = text_runner_pipeline_params(&ro, max_tokens);
@@ -1501,7 +1501,8 @@ int cmd_quantize(int argc, char **argv) {
     const char *calib = cli_opt(&a, "--calib"), *samples_s = cli_opt(&a, "--samples");
     const char *alpha_s = cli_opt(&a, "--alpha"), *scheme_s = cli_opt(&a, "--scheme");
     const char *keep = cli_opt(&a, "--keep-fp32"), *columns = cli_opt(&a, "--column");
-    const char *maxlen_s = cli_opt(&a, "--max-length"), *th = cli_opt(&a, "--threads");
+    const char *maxlen_s = cli_opt(&a, "--max-length"), *th = cli_opt(&a, "--threads"),
+               *lora_task = cli_opt(&a, "--lora-task");
     const char *att = cli_opt(&a, "--attention"), *emb = cli_opt(&a, "--embeddings");
     const char *wbits = cli_opt(&a, "--weight-bits"), *umodes = cli_opt(&a, "--unit-modes");
     const char *ffn_out = cli_opt(&a, "--ffn-out");
@@ -1594,7 +1595,7 @@ int cmd_quantize(int argc, char **argv) {
     /* only the first --samples rows calibrate */
     texts calib_t = t;
     if (calib_t.n > samples) calib_t.n = samples;
-    bert8_model *m = cli_load_model(C, dir, (int)threads), *q = NULL;
+    bert8_model *m = cli_load_model(C, dir, (int)threads, lora_task), *q = NULL;
     bert8_tokenizer *tok = NULL;
     bert8_encoding *encs = NULL;
     bert8_batch *batches = NULL;

@@ -68,6 +68,7 @@ struct tcmd {
     bool pair_needed;
     bool with_model;
     bool plain, strict;
+    const char *lora_task; /* --lora-task */
     size_t max_line;
     int64_t batch, max_len, stride;
     text_runner r;
@@ -567,7 +568,7 @@ static void tcmd_free(tcmd *c) {
     "  input: JSON lines ({\"text\": ..., \"text_pair\": ...}) or plain text lines (A<TAB>B: a "   \
     "pair)\n"                                                                                      \
     "  --batch N (32)  --threads N (0: physical cores)  --max-length N  --plain  --strict\n"       \
-    "  --max-line-bytes N (4194304)\n"
+    "  --max-line-bytes N (4194304)  --lora-task NAME (Jina v3: the task's LoRA adapters folded in)\n"
 
 static bool want_help(cli_args *a, const char *usage) {
     if (!cli_flag(a, "--help") && !cli_flag(a, "-h")) return false;
@@ -585,6 +586,7 @@ static bool common_options(tcmd *c, cli_args *a, long *threads, long *max_len) {
     *max_len = 0;
     c->plain = cli_flag(a, "--plain");
     c->strict = cli_flag(a, "--strict");
+    c->lora_task = cli_opt(a, "--lora-task");
     if ((v = cli_opt(a, "--batch"))) {
         if (!cli_int(c->name, "--batch", v, 1, MAX_BATCH, &x)) return false;
         c->batch = x;
@@ -606,7 +608,7 @@ static bool open_model(tcmd *c, const char *dir, long threads, long max_len, int
                        int64_t dflt_len) {
     /* qa windows (default 384) are the qa call's own max_length, not the pipeline's */
     text_runner_opts o = {(int)threads, c->batch, need_head == BERT8_HEAD_QA ? 0 : max_len, c->pool,
-                          c->normalize, (int64_t)c->max_line};
+                          c->normalize, (int64_t)c->max_line, c->lora_task};
     if (!text_runner_open(&c->r, c->name, dir, c->with_model, &o)) return false;
     if (c->with_model && need_head >= 0 && c->r.info->head != (bert8_head)need_head) {
         static const char *what[] = {"a base model", "a sequence classification model",

@@ -35,7 +35,7 @@ bool text_runner_open(text_runner *r, const char *cmd, const char *dir, bool wit
         if (o->threads > 0) bert8_set_threads(o->threads);
         return true;
     }
-    if (!(r->model = cli_load_model(cmd, dir, o->threads))) goto fail;
+    if (!(r->model = cli_load_model(cmd, dir, o->threads, o->lora_task))) goto fail;
     r->info = bert8_model_get_info(r->model);
     if (r->max_tokens <= 0 || r->info->max_seq_len < r->max_tokens) r->max_tokens = r->info->max_seq_len;
     if (o->max_length > r->max_tokens) {

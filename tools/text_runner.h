@@ -29,6 +29,7 @@ typedef struct text_runner_opts {
     bert8_pooling pooling;   /* embed */
     int normalize;           /* embed: -1 the folder's */
     int64_t max_text_bytes;  /* bytes per text (--max-line-bytes); 0: the library's default */
+    const char *lora_task;   /* --lora-task: the LoRA task folded into the model, or NULL */
 } text_runner_opts;
 
 /* The pipeline parameters the runner opens its pipeline with, for a model whose rows are at most

@@ -277,10 +277,12 @@ static void model_dealloc(Model *m) {
 }
 
 static int model_init(Model *m, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"path", "threads", "verbose", NULL};
+    static char *kwlist[] = {"path", "threads", "verbose", "lora_task", NULL};
     PyObject *path;
     int threads = 0, verbose = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|ip", kwlist, PyUnicode_FSConverter, &path, &threads, &verbose))
+    const char *lora_task = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|ipz", kwlist, PyUnicode_FSConverter, &path, &threads, &verbose,
+                                     &lora_task))
         return -1;
     if (m->model) {
         Py_DECREF(path);
@@ -295,6 +297,7 @@ static int model_init(Model *m, PyObject *args, PyObject *kw) {
     bert8_load_params lp = bert8_default_load_params();
     lp.threads = threads;
     lp.verbose = verbose;
+    lp.lora_task = lora_task;
     char err[ERR_LEN] = "";
     bert8_status st;
     const char *dir = PyBytes_AS_STRING(path);
@@ -385,7 +388,7 @@ static PyObject *model_info_dict(const bert8_model *model) {
         Py_DECREF(s);
     }
     return Py_BuildValue(
-        "{s:s,s:s,s:s,s:s,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:s,s:O,s:O,s:O,s:z,s:i,s:L,s:L,s:L,s:N,s:s}", "arch",
+        "{s:s,s:s,s:s,s:s,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:s,s:O,s:O,s:O,s:z,s:i,s:L,s:L,s:L,s:N,s:s,s:s}", "arch",
         bert8_arch_name(in->arch), "head", head_name(in->head), "model_type", in->model_type ? in->model_type : "",
         "architecture", in->architecture ? in->architecture : "", "vocab_size", (long long)in->vocab_size,
         "hidden_size", (long long)in->hidden_size, "num_layers", (long long)in->num_layers, "num_heads",
@@ -399,7 +402,8 @@ static PyObject *model_info_dict(const bert8_model *model) {
         in->quantized ? (in->scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic") : NULL, "weight_bits",
         in->weight_bits, "tensor_count",
         (long long)in->tensor_count, "weight_bytes", (long long)in->weight_bytes, "param_count",
-        (long long)in->param_count, "labels", labels, "path", bert8_model_dir(model) ? bert8_model_dir(model) : "");
+        (long long)in->param_count, "labels", labels, "path", bert8_model_dir(model) ? bert8_model_dir(model) : "",
+        "lora_task", in->lora_task ? in->lora_task : "");
 }
 
 static PyObject *model_info(Model *m, PyObject *unused) {
@@ -1041,15 +1045,16 @@ static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"path",           "threads",     "max_batch_tokens", "max_batch_size",
                              "max_length",     "padding_free", "max_text_bytes",  "max_inputs",
                              "max_windows",    "pooling",     "normalize",        "dense_path",
-                             "default_prompt_name", "default_prompt", NULL};
+                             "default_prompt_name", "default_prompt", "lora_task", NULL};
     bert8_pipeline_params pp = bert8_default_pipeline_params();
     PyObject *path;
     long long mbt = pp.max_batch_tokens, mbs = pp.max_batch_size, ml = pp.max_length, mtb = pp.max_text_bytes,
               mi = pp.max_inputs, mw = pp.max_windows;
     int threads = 0, pf = pp.padding_free, pooling = (int)pp.pooling, normalize = pp.normalize;
-    const char *dense_path = NULL, *dpn = NULL, *dp = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|iLLLpLLLiizzz", kwlist, PyUnicode_FSConverter, &path, &threads, &mbt,
-                                     &mbs, &ml, &pf, &mtb, &mi, &mw, &pooling, &normalize, &dense_path, &dpn, &dp))
+    const char *dense_path = NULL, *dpn = NULL, *dp = NULL, *lora_task = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|iLLLpLLLiizzzz", kwlist, PyUnicode_FSConverter, &path, &threads,
+                                     &mbt, &mbs, &ml, &pf, &mtb, &mi, &mw, &pooling, &normalize, &dense_path, &dpn, &dp,
+                                     &lora_task))
         return -1;
     if (p->p) {
         Py_DECREF(path);
@@ -1069,6 +1074,7 @@ static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kw) {
     pp.dense_path = dense_path;
     pp.default_prompt_name = dpn;
     pp.default_prompt = dp;
+    pp.lora_task = lora_task;
     char err[ERR_LEN] = "";
     bert8_status st;
     const char *dir = PyBytes_AS_STRING(path);

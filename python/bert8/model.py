@@ -32,14 +32,19 @@ class Model:
     Args:
         path: the model folder.
         threads: threads per call; ``None`` (default) uses the physical cores.
+        lora_task: the task whose LoRA adapters are folded into the weights at load time (Jina
+            embeddings v3: one of config.json's ``lora_adaptations``, e.g. ``"retrieval.query"``);
+            ``None`` (default) runs the base weights, as transformers does without a task. An
+            unknown name raises ``bert8.Error`` listing the valid ones.
 
     Each call takes a session (per-call scratch memory) from a pool and releases the GIL while
     it computes, so threads calling one Model run concurrently.
     """
 
-    def __init__(self, path: PathLike, threads: Optional[int] = None, *, verbose: bool = False) -> None:
+    def __init__(self, path: PathLike, threads: Optional[int] = None, *, verbose: bool = False,
+                 lora_task: Optional[str] = None) -> None:
         self.path = os.fspath(path)
-        self._m = _bert8.Model(self.path, threads or 0, verbose)
+        self._m = _bert8.Model(self.path, threads or 0, verbose, lora_task)
         self._info: Optional[ModelInfo] = None
 
     @classmethod

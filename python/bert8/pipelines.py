@@ -54,6 +54,9 @@ class Pipeline:
             modules.json, or follows the pooling when it lists none (TEI's --dense-path).
         default_prompt_name / default_prompt: the prompt an embed call without one gets (default:
             config_sentence_transformers.json's default_prompt_name; "" for none).
+        lora_task: the task whose LoRA adapters are folded into the weights (Jina embeddings v3's
+            "retrieval.query", "text-matching", ...; default None: the base weights), as
+            ``bert8.Model(path, lora_task=...)``.
 
     A sentence-transformers folder is read whole: modules.json in order (Transformer, Pooling,
     Dense, Normalize; another module raises naming it), prompts, max_seq_length, do_lower_case.
@@ -76,6 +79,7 @@ class Pipeline:
         dense_path: Optional[PathLike] = None,
         default_prompt_name: Optional[str] = None,
         default_prompt: Optional[str] = None,
+        lora_task: Optional[str] = None,
     ) -> None:
         if pooling not in _POOLING:
             raise ValueError(f"pooling must be {_POOLING_NAMES}, not {pooling!r}")
@@ -83,7 +87,7 @@ class Pipeline:
         self._p = _bert8.Pipeline(
             self.path, threads or 0, max_batch_tokens, max_batch_size, max_length or 0, padding_free,
             max_text_bytes, max_inputs, max_windows, _POOLING[pooling], _normalize_flag(normalize),
-            None if dense_path is None else os.fspath(dense_path), default_prompt_name, default_prompt,
+            None if dense_path is None else os.fspath(dense_path), default_prompt_name, default_prompt, lora_task,
         )
         self.info: Dict[str, Any] = self._p.info()
         self.task: str = self.info["task"]
@@ -348,9 +352,10 @@ class SentenceEncoder:
 
     def __init__(self, path: PathLike, threads: Optional[int] = None, *, pooling: Optional[str] = None,
                  max_batch_tokens: int = 8192, prompts: Optional[Dict[str, str]] = None,
-                 default_prompt_name: Optional[str] = None, dense_path: Optional[PathLike] = None) -> None:
+                 default_prompt_name: Optional[str] = None, dense_path: Optional[PathLike] = None,
+                 lora_task: Optional[str] = None) -> None:
         self.pipeline = Pipeline(path, threads, pooling=pooling, max_batch_tokens=max_batch_tokens,
-                                 dense_path=dense_path)
+                                 dense_path=dense_path, lora_task=lora_task)
         self.prompts: Dict[str, str] = dict(self.pipeline.info["prompts"])
         if prompts:
             self.prompts.update(prompts)

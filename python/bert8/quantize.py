@@ -93,6 +93,7 @@ def quantize(
     embeddings: str = "fp32",
     weight_bits: int = 8,
     ffn_out: str = "dynamic",
+    lora_task: Optional[str] = None,
 ) -> Model:
     """Calibrates the FP32 model folder ``src`` on text, applies SmoothQuant and quantizes it to
     INT8 (W8A8); writes the result to ``dst`` (unless None) and returns it loaded.
@@ -121,6 +122,9 @@ def quantize(
         ffn_out: with scheme "static", how FFN-out's input (the GELU output) is quantized:
             "dynamic" (the default: per token at run time, closest to FP32) or "static" (per
             tensor with a calibrated zero point: a few % faster), as ``bert8 quantize --ffn-out``.
+        lora_task: the LoRA task whose adapters are folded into the weights before calibration
+            (Jina embeddings v3; ``bert8.Model(src, lora_task=...)``); the INT8 folder holds it
+            folded and records it (``quantization_config.json`` "lora_task").
     """
     if scheme not in ("static", "dynamic"):
         raise ValueError(f"scheme must be 'static' or 'dynamic', not {scheme!r}")
@@ -145,7 +149,7 @@ def quantize(
         raise ValueError(f"ffn_out must be 'dynamic' or 'static', not {ffn_out!r}")
     if isinstance(keep_fp32, (list, tuple)):
         keep_fp32 = ",".join(keep_fp32)
-    model = Model(src, threads)
+    model = Model(src, threads, lora_task=lora_task)
     tok = Tokenizer(src)
     info = model.info
     limit = min(max_length, info.max_seq_len) if info.max_seq_len > 0 else max_length

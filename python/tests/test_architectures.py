@@ -197,3 +197,64 @@ def test_keep_fp32_by_the_fused_tensor_name(checkpoints, tmp_path):
     fp = _run(bert8.Model(d), case)["last_hidden_state"]
     real = case["attention_mask"].astype(bool)
     assert _cos(got[real], fp[real]).mean() > 0.95
+
+
+# Jina v3's task LoRA adapters (scripts/make_arch_checkpoints.py add_lora): the oracle folds each
+# task's adapters into transformers' weights with torch; bert8 folds them at load.
+LORA = [n for n in NAMES if n.startswith("jina-v3-lora_")]
+
+
+@pytest.mark.parametrize("name", LORA)
+def test_lora_task_matches_folded_transformers(checkpoints, name):
+    d = checkpoints / name
+    case = np.load(d / "cases.npz")
+    real = case["attention_mask"].astype(bool)
+    tasks = [k.split("__")[1] for k in case.files if k.startswith("lora__") and k.endswith("__last_hidden_state")]
+    assert len(tasks) == 5
+    for task in tasks:
+        m = bert8.Model(d, lora_task=task)
+        assert m.info.lora_task == task
+        got = _run(m, case)
+        want = case[f"lora__{task}__last_hidden_state"]
+        np.testing.assert_allclose(got["last_hidden_state"][real], want[real], atol=ATOL, rtol=0, err_msg=f"{name} {task}")
+        np.testing.assert_allclose(got["pooler_output"], case[f"lora__{task}__pooler_output"], atol=ATOL, rtol=0,
+                                   err_msg=f"{name} {task} pooler")
+        # the adapters matter: a task's output is far from the base weights'
+        assert np.abs(want[real] - case["last_hidden_state"][real]).max() > 0.5
+
+
+def test_lora_unknown_task_is_refused_naming_the_valid_ones(checkpoints):
+    d = checkpoints / "jina-v3-lora_s_base"
+    with pytest.raises(bert8.Error) as ei:
+        bert8.Model(d, lora_task="retrieval")
+    for w in ('"retrieval"', "retrieval.query", "retrieval.passage", "separation", "classification", "text-matching"):
+        assert w in str(ei.value), f"{ei.value!r} lacks {w!r}"
+    with pytest.raises(bert8.Error, match="no LoRA adapters"):
+        bert8.Model(checkpoints / "gte_s_base", lora_task="retrieval.query")
+
+
+@pytest.mark.parametrize("scheme", ["static", "dynamic"])
+def test_lora_int8_holds_the_folded_task(checkpoints, tmp_path, scheme):
+    """Quantizing with a task calibrates the folded weights; the INT8 folder holds plain folded
+    weights (no parametrizations), records the task, and refuses another one."""
+    from safetensors import safe_open  # noqa: PLC0415
+
+    d = checkpoints / "jina-v3-lora_m_base"
+    case = np.load(d / "cases.npz")
+    real = case["attention_mask"].astype(bool)
+    out = tmp_path / "q"
+    bert8.quantize(d, out, SENTENCES * 4, scheme=scheme, progress=False, lora_task="text-matching")
+    with safe_open(str(out / "model.safetensors"), "np") as f:
+        names = list(f.keys())
+    assert not [n for n in names if "parametrizations" in n]
+    assert json.loads((out / "quantization_config.json").read_text())["lora_task"] == "text-matching"
+    q = bert8.Model(out)
+    assert q.info.quantized and q.info.lora_task == "text-matching"
+    assert bert8.Model(out, lora_task="text-matching").info.lora_task == "text-matching"
+    with pytest.raises(bert8.Error, match='"text-matching" folded'):
+        bert8.Model(out, lora_task="separation")
+    fp = case["lora__text-matching__last_hidden_state"]
+    got = _run(q, case)["last_hidden_state"]
+    cos = _cos(got[real], fp[real])
+    print(f"jina-v3-lora int8 {scheme} text-matching: mean token cosine {cos.mean():.4f}, min {cos.min():.4f}")
+    assert cos.mean() > 0.95, f"{scheme}: mean token cosine {cos.mean():.4f}"

@@ -375,6 +375,7 @@ static bert8_status build_candidate(const search *S, const bert8_unit_mode *mode
     *out = NULL;
     char lerr[1024];
     bert8_load_params lp = bert8_default_load_params();
+    lp.lora_task = S->fp32->lora_task; /* the same adapters folded */
     bert8_model *m = NULL;
     bert8_status st = bert8_model_load(S->fp32->dir, &lp, &m, lerr, sizeof lerr);
     if (st) return b8_fail(S->e, st, "loading a candidate copy of %s: %s", S->fp32->dir, lerr);

@@ -313,6 +313,7 @@ bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, s
     /* 2. a fresh copy of the model (its own mapping of the checkpoint), then INT8 Linears */
     char lerr[1024];
     bert8_load_params lp = bert8_default_load_params();
+    lp.lora_task = fp32->lora_task; /* the same adapters folded */
     if ((st = bert8_model_load(fp32->dir, &lp, &m, lerr, sizeof lerr))) {
         b8_fail(&e, st, "%s", lerr);
         goto done;

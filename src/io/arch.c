@@ -99,7 +99,7 @@ const b8_arch_desc b8_arch_table[] = {
      .pad = 1, .eps = 1e-5, .rope_theta = 20000.0, .ffn = B8_FFN_PLAIN,
      .prefix = "roberta.", .layer_prefix = "encoder.layers",
      .parts = ROTARY_PARTS("mixer", "mixer.out_proj", "norm1", "mlp.fc1", "mlp.fc2", "norm2", NULL),
-     .fused = {[B8_GROUP_QKV] = "mixer.Wqkv"}, .emb_ln = "emb_ln",
+     .fused = {[B8_GROUP_QKV] = "mixer.Wqkv"}, .emb_ln = "emb_ln", .lora = true,
      .token_types = true, .pos = B8_POS_ROTARY, .pooler = true, .cls = B8_CLS_DENSE_TANH,
      .mlm_dense = "lm_head.dense", .mlm_norm = "lm_head.layer_norm", .mlm_decoder = "lm_head.decoder",
      .mlm_bias = "lm_head.bias", .mlm_gelu = true},

@@ -100,6 +100,10 @@ typedef struct b8_arch_desc {
      * activation + LayerNorm, then the decoder to the vocabulary, tied to the word embeddings
      * unless "<mlm_decoder>.weight" is stored; its bias is mlm_bias or "<mlm_decoder>.bias". */
     const char *mlm_dense, *mlm_norm, *mlm_decoder, *mlm_bias;
+    /* Task-specific LoRA adapters may be stored on the embeddings and on every Linear (Jina v3's
+     * XLMRobertaLoRA): config.json's lora_adaptations, lora_rank and lora_alpha are read, and the
+     * loader folds the chosen task's adapters into the base weights (model/lora.h) */
+    bool lora;
     bool mlm_gelu;              /* the transform's activation is exact GELU whatever hidden_act
                                    says (RoBERTa, XLM-R, MPNet); else hidden_act */
 } b8_arch_desc;

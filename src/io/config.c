@@ -280,6 +280,53 @@ static bert8_status parse_sliding(const cJSON *root, const b8_arch_desc *d, b8_c
     return BERT8_OK;
 }
 
+/* Task-specific LoRA adapters (b8_arch_desc.lora) as Jina v3's configuration class reads
+ * them: "lora_adaptations" names the task of each adapter slice, "lora_rank" and "lora_alpha"
+ * give the scale alpha / rank. The defaults are that class's. */
+static bert8_status parse_lora(const cJSON *root, b8_config *cfg, const char *path, b8_err *e) {
+    static const char *const tasks[] = {"retrieval.query", "retrieval.passage", "separation", "classification",
+                                        "text-matching"};
+    cfg->lora_rank = 4;
+    cfg->lora_alpha = 1.0f;
+    bert8_status st;
+    if ((st = get_int(root, "lora_rank", 1, 1 << 16, &cfg->lora_rank, path, e))) return st;
+    const cJSON *av = field(root, "lora_alpha");
+    if (av && !cJSON_IsNumber(av)) return wrong_type(path, "lora_alpha", "a number", av, e);
+    if (av && !(isfinite(av->valuedouble) && fabs(av->valuedouble) <= 1e30))
+        return b8_fail(e, BERT8_ERR_FORMAT, "%s: field \"lora_alpha\" = %.15g is not a finite float", path,
+                       av->valuedouble);
+    if (av) cfg->lora_alpha = (float)av->valuedouble;
+    const cJSON *a = field(root, "lora_adaptations");
+    if (!a) {
+        for (size_t i = 0; i < sizeof tasks / sizeof *tasks; i++)
+            snprintf(cfg->lora_tasks[i], B8_LORA_NAME_MAX, "%s", tasks[i]);
+        cfg->lora_count = (int64_t)(sizeof tasks / sizeof *tasks);
+        return BERT8_OK;
+    }
+    if (!cJSON_IsArray(a)) return wrong_type(path, "lora_adaptations", "an array of strings", a, e);
+    int64_t n = 0;
+    for (const cJSON *it = a->child; it; it = it->next, n++) {
+        if (n == B8_LORA_MAX_TASKS)
+            return b8_fail(e, BERT8_ERR_TOO_LARGE, "%s: field \"lora_adaptations\" lists more than %d tasks", path,
+                           B8_LORA_MAX_TASKS);
+        if (!cJSON_IsString(it))
+            return b8_fail(e, BERT8_ERR_FORMAT, "%s: field \"lora_adaptations\"[%lld] must be a string, not %s", path,
+                           (long long)n, b8_json_type_name(it));
+        const size_t len = strlen(it->valuestring);
+        if (len == 0 || len >= B8_LORA_NAME_MAX)
+            return b8_fail(e, BERT8_ERR_FORMAT,
+                           "%s: field \"lora_adaptations\"[%lld] (\"%.40s\") must have 1 to %d bytes", path,
+                           (long long)n, it->valuestring, B8_LORA_NAME_MAX - 1);
+        for (int64_t j = 0; j < n; j++)
+            if (!strcmp(cfg->lora_tasks[j], it->valuestring))
+                return b8_fail(e, BERT8_ERR_FORMAT, "%s: field \"lora_adaptations\" names \"%s\" twice", path,
+                               it->valuestring);
+        memcpy(cfg->lora_tasks[n], it->valuestring, len + 1);
+    }
+    cfg->lora_count = n;
+    return BERT8_OK;
+}
+
 bert8_status b8_config_parse(const char *text, const char *path, b8_config *cfg, b8_err *e) {
     memset(cfg, 0, sizeof *cfg);
     cJSON *root = cJSON_Parse(text);
@@ -399,6 +446,7 @@ bert8_status b8_config_parse(const char *text, const char *path, b8_config *cfg,
     if (d->pos == B8_POS_ROTARY && !d->sliding && (st = parse_rotary(root, d, cfg, path, e))) goto done;
     if (d->sliding && (st = parse_sliding(root, d, cfg, path, e))) goto done;
     if ((st = parse_labels(root, cfg, path, e))) goto done;
+    if (d->lora && (st = parse_lora(root, cfg, path, e))) goto done;
     const cJSON *pt = field(root, "problem_type");
     cfg->regression = (pt && cJSON_IsString(pt) && !strcmp(pt->valuestring, "regression")) ||
                       cfg->num_labels == 1;

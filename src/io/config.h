@@ -9,6 +9,9 @@
 
 /* Most labels a classification head may have (id2label / num_labels). */
 #define B8_CONFIG_MAX_LABELS 100000
+/* LoRA task names (b8_arch_desc.lora): at most this many, each shorter than B8_LORA_NAME_MAX. */
+#define B8_LORA_MAX_TASKS 32
+#define B8_LORA_NAME_MAX 64
 
 typedef struct b8_config {
     bert8_arch arch;
@@ -38,6 +41,12 @@ typedef struct b8_config {
     int64_t num_labels;
     char **labels;            /* [num_labels] id2label names, owned */
     bool regression;          /* problem_type == "regression" or num_labels == 1 */
+    /* desc->lora: the adapters' tasks in slice order ("lora_adaptations"), "lora_rank" and
+     * "lora_alpha" (defaults: Jina v3's five tasks, 4 and 1); lora_count 0 otherwise */
+    int64_t lora_count;
+    char lora_tasks[B8_LORA_MAX_TASKS][B8_LORA_NAME_MAX];
+    int64_t lora_rank;
+    float lora_alpha;
 } b8_config;
 
 /* Parses dir/config.json. */

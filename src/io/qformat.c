@@ -119,7 +119,11 @@ bert8_status b8_qconfig_parse(const char *text, const char *path, b8_qconfig *cf
     const cJSON *att = cJSON_GetObjectItemCaseSensitive(root, "attention");
     const cJSON *emb = cJSON_GetObjectItemCaseSensitive(root, "embeddings");
     const cJSON *wbits = cJSON_GetObjectItemCaseSensitive(root, "weight_bits");
-    if (emb && !cJSON_IsNull(emb) &&
+    const cJSON *lora = cJSON_GetObjectItemCaseSensitive(root, "lora_task");
+    if (lora && !cJSON_IsNull(lora) && (!cJSON_IsString(lora) || strlen(lora->valuestring) >= sizeof cfg->lora_task)) {
+        st = b8_fail(e, BERT8_ERR_FORMAT, "%s: lora_task must be a string of at most %zu bytes", path,
+                     sizeof cfg->lora_task - 1);
+    } else if (emb && !cJSON_IsNull(emb) &&
         (!cJSON_IsString(emb) || (strcmp(emb->valuestring, "fp32") && strcmp(emb->valuestring, "int8")))) {
         st = b8_fail(e, BERT8_ERR_FORMAT, "%s: embeddings must be \"fp32\" or \"int8\"", path);
     } else if (!cJSON_IsString(method) || strcmp(method->valuestring, B8_QFORMAT_METHOD)) {
@@ -152,6 +156,7 @@ bert8_status b8_qconfig_parse(const char *text, const char *path, b8_qconfig *cf
         cfg->scheme = strcmp(scheme->valuestring, "static") ? BERT8_SCHEME_DYNAMIC : BERT8_SCHEME_STATIC;
         cfg->calib_samples = cJSON_IsNumber(samples) ? (int64_t)samples->valuedouble : 0;
         if (cJSON_IsString(keep)) snprintf(cfg->keep_fp32, sizeof cfg->keep_fp32, "%s", keep->valuestring);
+        if (cJSON_IsString(lora)) snprintf(cfg->lora_task, sizeof cfg->lora_task, "%s", lora->valuestring);
         cfg->int8_attention = cJSON_IsString(att) && !strcmp(att->valuestring, "int8");
         cfg->int8_embeddings = cJSON_IsString(emb) && !strcmp(emb->valuestring, "int8");
         st = parse_layers(root, path, cfg, e);
@@ -204,6 +209,7 @@ bert8_status b8_qconfig_write(const char *path, const b8_qconfig *cfg, b8_err *e
     cJSON_AddStringToObject(qc, "keep_fp32", cfg->keep_fp32);
     cJSON_AddStringToObject(qc, "attention", cfg->int8_attention ? "int8" : "fp32");
     cJSON_AddStringToObject(qc, "embeddings", cfg->int8_embeddings ? "int8" : "fp32");
+    if (cfg->lora_task[0]) cJSON_AddStringToObject(qc, "lora_task", cfg->lora_task);
     cJSON *layers = cJSON_AddArrayToObject(qc, "layers");
     for (int64_t l = 0; layers && l < cfg->layers; l++) {
         cJSON *o = cJSON_CreateObject();

@@ -9,7 +9,7 @@
  * quantization_config.json (version 3):
  *   {"quant_method": "bert8-smoothquant", "version": 3, "scheme": "static" | "dynamic",
  *    "calibration_samples": N, "keep_fp32": "patterns", "attention": "fp32" | "int8",
- *    "embeddings": "fp32" | "int8",
+ *    "embeddings": "fp32" | "int8", "lora_task": "name" (only when LoRA adapters were folded),
  *    "layers": [{"qkv": {"mode": "int8_static" | "int8_dynamic" | "fp32", "alpha": a | null},
  *                "attention_output": {...}, "ffn_in": {...}, "ffn_out": {...},
  *                "attention": "int8" | "fp32"}, ...],
@@ -48,6 +48,7 @@ typedef struct b8_qconfig {
     char keep_fp32[256];
     bool int8_attention;  /* some layer runs its attention products in INT8 */
     bool int8_embeddings; /* the word embedding rows are int8 with a scale per row */
+    char lora_task[64];   /* the LoRA task folded into every weight of the folder ("lora_task"), or "" */
     int64_t layers;       /* rows of groups; 0 when the file has no per-layer table */
     b8_qgroup *groups;    /* [layers][B8_GROUP_COUNT], owned */
     uint8_t *attn_int8;   /* [layers]: 1 where the layer's attention runs INT8, owned */

@@ -10,6 +10,7 @@
 
 #include "base/cpu.h"
 #include "kernels/quantize/quantize.h"
+#include "model/lora.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@ typedef struct loader {
     bert8_model *m;
     b8_err *e;
     b8_qconfig qc; /* quantization_config.json, when present */
+    b8_lora lora;  /* the LoRA task to fold (lora.task < 0: none) */
 } loader;
 
 static bert8_status keep_owned(bert8_model *m, float *p, b8_err *e) {
@@ -38,13 +40,21 @@ static bert8_status keep_owned(bert8_model *m, float *p, b8_err *e) {
     return BERT8_OK;
 }
 
-/* Finds prefix+name, accepting the legacy gamma/beta spelling of LayerNorm parameters. */
+/* Finds prefix+name, accepting the legacy gamma/beta spelling of LayerNorm parameters and a
+ * LoRA-parametrized module's "<base>.parametrizations.weight.original" for "<base>.weight". */
 static const b8_st_tensor *find_tensor(const bert8_model *m, const char *name, bool with_prefix) {
     char full[512];
     snprintf(full, sizeof full, "%s%s", with_prefix ? m->prefix : "", name);
     const b8_st_tensor *t = b8_st_find(m->st, full);
     if (t) return t;
     size_t n = strlen(full);
+    const char *wt = ".weight";
+    if (n > strlen(wt) && !strcmp(full + n - strlen(wt), wt) && n - strlen(wt) + strlen(B8_LORA_ORIGINAL) < sizeof full) {
+        strcpy(full + n - strlen(wt), B8_LORA_ORIGINAL);
+        if ((t = b8_st_find(m->st, full))) return t;
+        full[n - strlen(wt)] = '\0';
+        strcat(full, wt);
+    }
     const char *w = "LayerNorm.weight", *b = "LayerNorm.bias";
     if (n > strlen(w) && !strcmp(full + n - strlen(w), w)) {
         strcpy(full + n - strlen("weight"), "gamma");
@@ -58,6 +68,39 @@ static const b8_st_tensor *find_tensor(const bert8_model *m, const char *name, b
 }
 
 static bool has(const bert8_model *m, const char *name) { return find_tensor(m, name, false) != NULL; }
+
+/* The word embeddings' tensor base name (b8_arch_desc.word_emb). */
+static const char *word_emb_name(const bert8_model *m) {
+    return m->cfg.desc->word_emb ? m->cfg.desc->word_emb : "embeddings.word_embeddings";
+}
+
+/* Folds the LoRA task's adapter into w [n][k], the converted copy of the parametrized base weight
+ * `orig` ("<base>.parametrizations.weight.original") asked for as `name`, and records it for
+ * bert8_model_save. The embedding tables multiply A B, every other module B A. */
+static bert8_status fold_lora(loader *L, const char *orig, const char *name, float *w, int64_t n, int64_t k) {
+    bert8_model *m = L->m;
+    char base[512], emb[160];
+    const size_t bl = strlen(orig) - strlen(B8_LORA_ORIGINAL);
+    if (strlen(orig) <= strlen(B8_LORA_ORIGINAL) || strcmp(orig + bl, B8_LORA_ORIGINAL) || bl >= sizeof base)
+        return BERT8_OK; /* an adapter tensor itself asked for by name: nothing to fold */
+    memcpy(base, orig, bl);
+    base[bl] = '\0';
+    snprintf(emb, sizeof emb, "%s.weight", word_emb_name(m));
+    const bool table = !strcmp(name, emb) || !strcmp(name, "embeddings.token_type_embeddings.weight");
+    bool applied = false;
+    bert8_status st = b8_lora_fold(m->st, &L->lora, base, table, w, n, k, &applied, L->e);
+    if (st) return b8_wrap(L->e, "%s: LoRA task \"%s\"", m->dir, m->lora_task);
+    if (!applied) return BERT8_OK;
+    struct b8_lora_folded *nf = realloc(m->lora_folded, (m->n_lora_folded + 1) * sizeof *nf);
+    if (!nf) return b8_fail(L->e, BERT8_ERR_NOMEM, "out of memory");
+    m->lora_folded = nf;
+    if (!(nf[m->n_lora_folded].base = strdup(base))) return b8_fail(L->e, BERT8_ERR_NOMEM, "out of memory");
+    nf[m->n_lora_folded].w = w;
+    nf[m->n_lora_folded].n = n;
+    nf[m->n_lora_folded].k = k;
+    m->n_lora_folded++;
+    return BERT8_OK;
+}
 
 /* Returns the tensor as FP32 with exactly the given shape: in place when it is aligned F32,
  * else converted once into a buffer the model owns. */
@@ -84,7 +127,8 @@ static bert8_status get_f32(loader *L, const char *name, bool with_prefix, int n
                        t->name, got, want);
     }
     size_t count = b8_st_numel(t);
-    if (t->dtype == B8_F32 && ((uintptr_t)t->data % sizeof(float)) == 0) {
+    const bool lora = L->lora.task >= 0 && ndim == 2 && b8_lora_is_param(t->name);
+    if (!lora && t->dtype == B8_F32 && ((uintptr_t)t->data % sizeof(float)) == 0) {
         *out = t->data;
         return BERT8_OK;
     }
@@ -96,7 +140,7 @@ static bert8_status get_f32(loader *L, const char *name, bool with_prefix, int n
     if (st) return st;
     if ((st = keep_owned(m, buf, L->e))) return st;
     *out = buf;
-    return BERT8_OK;
+    return lora ? fold_lora(L, t->name, name, buf, shape[0], shape[1]) : BERT8_OK;
 }
 
 /* weight [n][k] and bias [n] views of a Linear stored in float under base. */
@@ -505,11 +549,6 @@ static bool ends_with(const char *s, const char *suffix) {
 }
 
 
-/* The word embeddings' tensor base name (b8_arch_desc.word_emb). */
-static const char *word_emb_name(const bert8_model *m) {
-    return m->cfg.desc->word_emb ? m->cfg.desc->word_emb : "embeddings.word_embeddings";
-}
-
 static bert8_status detect_prefix_and_head(loader *L) {
     bert8_model *m = L->m;
     const b8_config *c = &m->cfg;
@@ -652,6 +691,7 @@ static void fill_info(bert8_model *m) {
     i->hidden_act = c->act_name;
     i->has_pooler = m->has_pooler;
     i->has_mlm_head = m->has_mlm;
+    i->lora_task = m->lora_task;
     i->quantized = m->quantized;
     i->scheme = m->scheme;
     i->weight_bits = m->quantized ? m->weight_bits : 0;
@@ -739,8 +779,47 @@ bert8_status b8_model_quantize_embeddings(bert8_model *m, b8_err *e) {
     return BERT8_OK;
 }
 
+/* The LoRA task of this load (bert8_load_params.lora_task; NULL or "" for none). An INT8 folder
+ * holds the task it was quantized with already folded (quantization_config.json "lora_task"). */
+static bert8_status choose_lora(loader *L, const char *task) {
+    bert8_model *m = L->m;
+    const b8_config *c = &m->cfg;
+    L->lora.task = -1;
+    if (task && !task[0]) task = NULL;
+    if (m->quantized) {
+        if (task && strcmp(task, L->qc.lora_task) != 0) {
+            if (L->qc.lora_task[0])
+                return b8_fail(L->e, BERT8_ERR_INVALID_ARG, "%s: this INT8 folder holds the LoRA adapters of task \"%s\" "
+                               "folded into its weights; it cannot run task \"%s\" (quantize the FP32 folder with that task)",
+                               m->dir, L->qc.lora_task, task);
+            return b8_fail(L->e, BERT8_ERR_INVALID_ARG, "%s: this INT8 folder was quantized without a LoRA task; it cannot "
+                           "run task \"%s\" (quantize the FP32 folder with that task)", m->dir, task);
+        }
+        snprintf(m->lora_task, sizeof m->lora_task, "%s", L->qc.lora_task);
+        return BERT8_OK;
+    }
+    if (!task) return BERT8_OK;
+    if (!c->desc->lora)
+        return b8_fail(L->e, BERT8_ERR_INVALID_ARG, "%s: model_type \"%s\" has no LoRA adapters (LoRA task \"%s\" asked "
+                       "for)", m->dir, c->model_type, task);
+    char list[B8_LORA_MAX_TASKS * (B8_LORA_NAME_MAX + 2)] = "";
+    for (int64_t i = 0; i < c->lora_count; i++) {
+        if (!strcmp(c->lora_tasks[i], task)) {
+            L->lora.task = i;
+            L->lora.tasks = c->lora_count;
+            L->lora.rank = c->lora_rank;
+            L->lora.scale = c->lora_alpha / (float)c->lora_rank;
+            snprintf(m->lora_task, sizeof m->lora_task, "%s", task);
+            return BERT8_OK;
+        }
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", c->lora_tasks[i]);
+    }
+    return b8_fail(L->e, BERT8_ERR_INVALID_ARG, "%s: unknown LoRA task \"%.80s\" (config.json lora_adaptations: %s)",
+                   m->dir, task, list);
+}
+
 bert8_load_params bert8_default_load_params(void) {
-    bert8_load_params p = {0, 0};
+    bert8_load_params p = {0, 0, NULL};
     return p;
 }
 
@@ -765,7 +844,7 @@ bert8_status bert8_model_load(const char *dir, const bert8_load_params *params, 
         if (err && err_len) snprintf(err, err_len, "out of memory");
         return BERT8_ERR_NOMEM;
     }
-    loader L = {m, &e, {0}};
+    loader L = {m, &e, {0}, {-1, 0, 0, 0.0f}};
     struct stat sb;
     bool qpresent = false;
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
@@ -794,6 +873,7 @@ bert8_status bert8_model_load(const char *dir, const bert8_load_params *params, 
         snprintf(m->keep_fp32, sizeof m->keep_fp32, "%s", L.qc.keep_fp32);
     }
     if ((st = detect_prefix_and_head(&L))) goto fail;
+    if ((st = choose_lora(&L, params ? params->lora_task : NULL))) goto fail;
     const b8_config *c = &m->cfg;
     const int64_t H = c->hidden_size;
     int64_t s_word[2] = {c->vocab_size, H}, s_pos[2] = {c->max_position_embeddings, H};
@@ -817,6 +897,11 @@ bert8_status bert8_model_load(const char *dir, const bert8_load_params *params, 
     for (int64_t i = 0; i < c->num_layers; i++)
         if ((st = load_layer(&L, i))) goto fail;
     if ((st = load_heads(&L)) || (st = load_mlm(&L))) goto fail;
+    if (L.lora.task >= 0 && m->n_lora_folded == 0) {
+        st = b8_fail(&e, BERT8_ERR_MISSING, "%s: LoRA task \"%s\" asked for, but the checkpoint has no LoRA adapters "
+                     "(no \"*%s\" tensors on the modules bert8 loads)", dir, m->lora_task, B8_LORA_A);
+        goto fail;
+    }
     if (m->quantized && (st = b8_model_prepare_int8(m, &e))) goto fail;
     fill_info(m);
     if (params && params->verbose)
@@ -856,6 +941,8 @@ void bert8_model_free(bert8_model *m) {
     b8_free_aligned(m->own_emb_scale);
     for (size_t i = 0; i < m->n_owned; i++) b8_free_aligned(m->owned[i]);
     free(m->owned);
+    for (size_t i = 0; i < m->n_lora_folded; i++) free(m->lora_folded[i].base);
+    free(m->lora_folded);
     b8_st_close(m->st);
     b8_config_free(&m->cfg);
     free(m->dir);

@@ -70,6 +70,16 @@ struct bert8_model {
     int8_t *own_emb_q;          /* the int8 rows and scales when the model made them (quantize) */
     float *own_emb_scale;
     b8_qarena *qarena;          /* the packed INT8 weights of every layer (b8_model_prepare_int8) */
+    /* LoRA (model/lora.h): the task folded into the weights ("" for none) and the weights it
+     * changed, by module name ("<base>" of "<base>.parametrizations.weight.original"), for
+     * bert8_model_save to write under "<base>.weight" */
+    char lora_task[B8_LORA_NAME_MAX];
+    struct b8_lora_folded {
+        char *base;
+        const float *w; /* [n][k], owned by the model */
+        int64_t n, k;
+    } *lora_folded;
+    size_t n_lora_folded;
     /* converted tensors (F16/BF16 or unaligned F32) owned by the model */
     float **owned;
     size_t n_owned, cap_owned;

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "io/atomic_dir.h"
+#include "model/lora.h"
 #include "model/model.h"
 
 /* The tensors to write: names always owned, data borrowed from the model or the mapping, or
@@ -178,10 +179,30 @@ bert8_status bert8_model_save(const bert8_model *m, const char *out_dir, char *e
         wl_add(&w, name, B8_F32, 1, ss, m->word_emb_scale);
         nb++;
     }
-    /* 2. every other tensor of the source checkpoint is copied as it is */
+    /* 2. every other tensor of the source checkpoint is copied as it is, except LoRA
+     * parametrizations: the adapters are dropped and each original weight is written as a plain
+     * "<base>.weight", with the task's adapter folded in when one was */
     for (size_t i = 0; i < b8_st_count(m->st); i++) {
         const b8_st_tensor *t = b8_st_at(m->st, i);
-        if (!replaced(t->name, bases, nb)) wl_add(&w, t->name, t->dtype, t->ndim, t->shape, t->data);
+        if (!b8_lora_is_param(t->name)) {
+            if (!replaced(t->name, bases, nb)) wl_add(&w, t->name, t->dtype, t->ndim, t->shape, t->data);
+            continue;
+        }
+        const size_t n = strlen(t->name), ol = strlen(B8_LORA_ORIGINAL);
+        char name[512];
+        if (n <= ol || strcmp(t->name + n - ol, B8_LORA_ORIGINAL) || n - ol + 8 > sizeof name) continue;
+        snprintf(name, sizeof name, "%.*s.weight", (int)(n - ol), t->name);
+        if (replaced(name, bases, nb)) continue;
+        const struct b8_lora_folded *f = NULL;
+        for (size_t j = 0; j < m->n_lora_folded && !f; j++)
+            if (strlen(m->lora_folded[j].base) == n - ol && !strncmp(m->lora_folded[j].base, t->name, n - ol))
+                f = &m->lora_folded[j];
+        if (f) {
+            const int64_t sh[2] = {f->n, f->k};
+            wl_add(&w, name, B8_F32, 2, sh, f->w);
+        } else {
+            wl_add(&w, name, t->dtype, t->ndim, t->shape, t->data);
+        }
     }
     if (w.oom) {
         st = b8_fail(&e, BERT8_ERR_NOMEM, "out of memory");
@@ -207,6 +228,7 @@ bert8_status bert8_model_save(const bert8_model *m, const char *out_dir, char *e
     qc.calib_samples = m->calib_samples;
     qc.weight_bits = m->weight_bits;
     qc.int8_embeddings = m->int8_embeddings;
+    snprintf(qc.lora_task, sizeof qc.lora_task, "%s", m->lora_task);
     snprintf(qc.keep_fp32, sizeof qc.keep_fp32, "%s", m->keep_fp32);
     qc.layers = L;
     if (!(qc.attn_int8 = calloc((size_t)L + 1, 1))) {

@@ -203,6 +203,7 @@ bert8_status bert8_pipeline_open(const char *dir, const bert8_pipeline_params *p
     }
     bert8_load_params lp = bert8_default_load_params();
     lp.threads = params ? params->threads : 0;
+    lp.lora_task = params ? params->lora_task : NULL;
     if ((st = bert8_model_load(dir, &lp, &pl->own_model, msg, sizeof msg))) {
         b8_fail(&e, st, "%s", msg);
         goto fail;
