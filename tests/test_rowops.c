@@ -230,7 +230,8 @@ TEST(attention_twins_bit_exact_and_correct) {
                 const int mode = cfg & 1;
                 const float *rel = cfg & 2 ? relv : NULL, *bias = cfg & 4 ? biasv : NULL;
                 const int32_t *mk = mode ? mask : NULL;
-                b8_attention_head__scalar(qkv, qkv + d, qkv + 2 * d, ld, T, d, alpha, mk, (b8_mask_mode)mode, rel, bias, c1, ldo, scr);
+                b8_attention_head__scalar(qkv, qkv + d, qkv + 2 * d, ld, T, d, alpha, mk, (b8_mask_mode)mode, rel, bias,
+                                          c1, ldo, scr);
                 if (b8_cpu_allows(B8_ISA_AVX512)) {
                     b8_attention_head__avx512(qkv, qkv + d, qkv + 2 * d, ld, T, d, alpha, mk, (b8_mask_mode)mode, rel, bias,
                                               c2, ldo, scr);

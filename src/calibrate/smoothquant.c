@@ -351,9 +351,10 @@ bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, s
                 goto done;
             }
         }
-        const bool att_l = !m->cfg.desc->disentangled &&
-                           (p.unit_modes ? p.unit_modes[l * B8_UNITS_PER_LAYER + B8_UNIT_ATTENTION_POS] != BERT8_UNIT_FP32
-                                         : p.int8_attention);
+        const bool att_l =
+            !m->cfg.desc->disentangled &&
+            (p.unit_modes ? p.unit_modes[l * B8_UNITS_PER_LAYER + B8_UNIT_ATTENTION_POS] != BERT8_UNIT_FP32
+                          : p.int8_attention);
         if (att_l && m->layers[l].q[B8_GROUP_QKV]) {
             float sc[3], *sv_ch = malloc((size_t)m->cfg.hidden_size * sizeof(float));
             if (!sv_ch) {

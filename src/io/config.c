@@ -375,8 +375,8 @@ static bert8_status parse_disentangled(const cJSON *root, b8_config *cfg, const 
                        path, (long long)conv);
     if (emb != cfg->hidden_size)
         return b8_fail(e, BERT8_ERR_UNSUPPORTED,
-                       "%s: field \"embedding_size\" = %lld is not hidden_size %lld (embed_proj is not supported)", path,
-                       (long long)emb, (long long)cfg->hidden_size);
+                       "%s: field \"embedding_size\" = %lld is not hidden_size %lld (embed_proj is not supported)",
+                       path, (long long)emb, (long long)cfg->hidden_size);
     if (hs != cfg->hidden_size / cfg->num_heads)
         return b8_fail(e, BERT8_ERR_UNSUPPORTED,
                        "%s: field \"attention_head_size\" = %lld is not hidden_size / num_attention_heads = %lld", path,

@@ -686,7 +686,8 @@ static bert8_status load_disentangled(loader *L) {
     const float *emb, *g = NULL, *b = NULL;
     if ((st = get_f32(L, d->rel_emb, true, 2, s_tab, &emb))) return st;
     if (c->rel_norm && (st = get_ln(L, d->rel_ln, true, &g, &b))) return st;
-    float *e = b8_malloc_aligned((size_t)(R * H) * sizeof(float)), *y = b8_malloc_aligned((size_t)(R * H) * sizeof(float));
+    float *e = b8_malloc_aligned((size_t)(R * H) * sizeof(float));
+    float *y = b8_malloc_aligned((size_t)(R * H) * sizeof(float));
     if (!e || !y) {
         b8_free_aligned(e);
         b8_free_aligned(y);

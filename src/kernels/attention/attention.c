@@ -31,8 +31,8 @@ static void transpose_k(const float *k, int64_t ld, int64_t T, int64_t d, float 
 }
 
 void b8_attention_head__scalar(const float *q, const float *k, const float *v, int64_t ld, int64_t T, int64_t d,
-                               float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, const float *bias, float *ctx, int64_t ldo,
-                               float *scratch) {
+                               float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, const float *bias,
+                               float *ctx, int64_t ldo, float *scratch) {
     const int64_t tp = round_up(T, CW);
     float *kt = scratch, *s = scratch + d * tp;
     transpose_k(k, ld, T, d, kt, tp);
@@ -146,8 +146,8 @@ AVX512 static inline __attribute__((always_inline)) void context_block(const flo
 }
 
 AVX512 void b8_attention_head__avx512(const float *q, const float *k, const float *v, int64_t ld, int64_t T,
-                                      int64_t d, float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, const float *bias, float *ctx,
-                                      int64_t ldo, float *scratch) {
+                                      int64_t d, float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel,
+                                      const float *bias, float *ctx, int64_t ldo, float *scratch) {
     const int64_t tp = round_up(T, CW);
     float *kt = scratch, *s = scratch + d * tp;
     transpose_k(k, ld, T, d, kt, tp);
@@ -265,8 +265,8 @@ AVX2 static inline __attribute__((always_inline)) void context_block_avx2(const 
 }
 
 AVX2 void b8_attention_head__avx2(const float *q, const float *k, const float *v, int64_t ld, int64_t T, int64_t d,
-                                  float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, const float *bias, float *ctx, int64_t ldo,
-                                  float *scratch) {
+                                  float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, const float *bias,
+                                  float *ctx, int64_t ldo, float *scratch) {
     const int64_t tp = round_up(T, CW);
     float *kt = scratch, *s = scratch + d * tp;
     transpose_k(k, ld, T, d, kt, tp);

@@ -18,14 +18,14 @@ typedef void (*b8_attention_fn)(const float *q, const float *k, const float *v, 
 
 size_t b8_attention_scratch_floats(int64_t T, int64_t d);
 void b8_attention_head__scalar(const float *q, const float *k, const float *v, int64_t ld, int64_t T, int64_t d,
-                               float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, const float *bias, float *ctx, int64_t ldo,
-                               float *scratch);
+                               float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, const float *bias,
+                               float *ctx, int64_t ldo, float *scratch);
 void b8_attention_head__avx512(const float *q, const float *k, const float *v, int64_t ld, int64_t T, int64_t d,
-                               float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, const float *bias, float *ctx, int64_t ldo,
-                               float *scratch);
+                               float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, const float *bias,
+                               float *ctx, int64_t ldo, float *scratch);
 void b8_attention_head__avx2(const float *q, const float *k, const float *v, int64_t ld, int64_t T, int64_t d,
-                             float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, const float *bias, float *ctx, int64_t ldo,
-                             float *scratch);
+                             float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, const float *bias,
+                             float *ctx, int64_t ldo, float *scratch);
 b8_attention_fn b8_attention_head_best(void);
 
 /* Sliding-window attention (ModernBERT's local layers): query i attends to keys j with
