@@ -61,7 +61,7 @@ static double time_attn(int64_t B, int64_t A, int64_t T, int64_t d, int reps) {
 #pragma omp parallel for schedule(static)
         for (int64_t i = 0; i < B * A; i++) {
             const float *base = qkv + (i / A) * T * 3 * H + (i % A) * d;
-            att(base, base + H, base + 2 * H, 3 * H, T, d, 0.125f, NULL, B8_MASK_ADD_MIN, NULL,
+            att(base, base + H, base + 2 * H, 3 * H, T, d, 0.125f, NULL, B8_MASK_ADD_MIN, NULL, NULL,
                 ctx + (i / A) * T * H + (i % A) * d, H, scratch + (size_t)omp_get_thread_num() * per);
         }
         double t = now() - t0;

@@ -214,6 +214,27 @@ def seeds_config():
     put("config", "edge_modernbert_layer_types", '{"model_type":"modernbert","num_hidden_layers":2,'
                                                  '"layer_types":["full_attention","chunked_attention"]}')
     put("config", "edge_modernbert_bias", '{"model_type":"modernbert","attention_bias":true}')
+    # DeBERTa-v2/v3: relative_attention, pos_att_type as a list or a "|" string, share_att_key,
+    # position_buckets / max_relative_positions, norm_rel_ebd, position_biased_input, the pooler's
+    # fields, the refused conv / embedding_size / attention_head_size
+    put("config", "edge_deberta_v3", json.dumps({"model_type": "deberta-v2", "hidden_size": 64, "num_hidden_layers": 2,
+                                                 "num_attention_heads": 4, "intermediate_size": 96,
+                                                 "relative_attention": True, "pos_att_type": ["p2c", "c2p"],
+                                                 "share_att_key": True, "position_buckets": 256,
+                                                 "max_relative_positions": -1, "norm_rel_ebd": "layer_norm",
+                                                 "position_biased_input": False, "type_vocab_size": 0,
+                                                 "pooler_hidden_size": 64, "pooler_hidden_act": "gelu",
+                                                 "layer_norm_eps": 1e-7}, indent=2))
+    put("config", "edge_deberta_bar_string", '{"model_type":"deberta-v2","relative_attention":true,'
+                                             '"pos_att_type":"P2C | c2p","share_att_key":false,"position_buckets":-1,'
+                                             '"max_relative_positions":48,"norm_rel_ebd":"none|layer_norm"}')
+    put("config", "edge_deberta_buckets", '{"model_type":"deberta-v2","relative_attention":true,"position_buckets":1}')
+    put("config", "edge_deberta_span", '{"model_type":"deberta-v2","relative_attention":true,"position_buckets":600,'
+                                       '"max_relative_positions":300}')
+    put("config", "edge_deberta_conv", '{"model_type":"deberta-v2","conv_kernel_size":3,"conv_act":"gelu"}')
+    put("config", "edge_deberta_pooler", '{"model_type":"deberta-v2","pooler_hidden_size":17,"pooler_hidden_act":"swish"}')
+    put("config", "edge_deberta_types", '{"model_type":"deberta-v2","pos_att_type":[1],"embedding_size":128,'
+                                        '"attention_head_size":32}')
     put("config", "edge_id2label_sparse",
         text.replace('"id2label": {', '"id2label": {"7": "X", ', 1))
 

@@ -78,11 +78,12 @@ typedef enum bert8_arch {
     BERT8_ARCH_GTE,
     BERT8_ARCH_NOMIC_BERT,
     BERT8_ARCH_JINA_V3,
-    BERT8_ARCH_MODERNBERT
+    BERT8_ARCH_MODERNBERT,
+    BERT8_ARCH_DEBERTA_V2 /* DeBERTa-v2 and -v3 (model_type "deberta-v2") */
 } bert8_arch;
 
 /* "bert", "distilbert", "xlm-roberta", "roberta", "camembert", "mpnet", "gte", "nomic_bert",
- * "jina_embeddings_v3"; "unknown" otherwise. */
+ * "jina_embeddings_v3", "modernbert", "deberta-v2"; "unknown" otherwise. */
 const char *bert8_arch_name(bert8_arch arch);
 
 typedef enum bert8_head {

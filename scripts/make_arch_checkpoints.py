@@ -51,6 +51,22 @@ ARCHS = {
     # prefix, task LoRA adapters on the embeddings and every Linear (add_lora); base model only (last, so
     # that the other architectures keep their seeds)
     "jina-v3-lora": (tf.JinaEmbeddingsV3Config, {"pad_token_id": 1, "type_vocab_size": 1}, "JinaEmbeddingsV3"),
+    # disentangled attention; each shape its own variant (SHAPE_EXTRA)
+    "deberta-v2": (tf.DebertaV2Config, {"pad_token_id": 0, "relative_attention": True}, "DebertaV2"),
+}
+# Per-shape settings on top of ARCHS' extras. DeBERTa: s is v3's layout with small log buckets
+# (16, reached at 40 tokens) and the c2p term alone; m is v2's without buckets (offsets clamped
+# at 48), separate pos_key_proj / pos_query_proj, an absolute position table, token types, no
+# LayerNorm on the relative embeddings, pos_att_type as a "|" string and a tanh ContextPooler;
+# l is deberta-v3-base's own settings (256 buckets, max_relative_positions 512) at 520 tokens.
+SHAPE_EXTRA = {
+    ("deberta-v2", "s"): {"position_buckets": 16, "share_att_key": True, "norm_rel_ebd": "layer_norm",
+                          "position_biased_input": False, "pos_att_type": ["c2p"], "type_vocab_size": 0},
+    ("deberta-v2", "m"): {"share_att_key": False, "max_relative_positions": 48, "position_biased_input": True,
+                          "type_vocab_size": 2, "pos_att_type": "p2c|c2p", "pooler_hidden_act": "tanh"},
+    ("deberta-v2", "l"): {"position_buckets": 256, "max_relative_positions": 512, "share_att_key": True,
+                          "norm_rel_ebd": "layer_norm", "position_biased_input": False,
+                          "pos_att_type": ["p2c", "c2p"], "type_vocab_size": 0},
 }
 HEADS = {"base": "Model", "seqcls": "ForSequenceClassification", "tokcls": "ForTokenClassification",
          "qa": "ForQuestionAnswering", "mlm": "ForMaskedLM"}
@@ -130,6 +146,7 @@ def config_of(arch: str, shape: str, head: str):
         return cls(vocab_size=VOCAB, dim=H, n_layers=L, n_heads=A, hidden_dim=I, max_position_embeddings=P,
                    num_labels=labels, pad_token_id=0)
     pos = P + 2 if extra.get("pad_token_id") == 1 else P  # RoBERTa-style positions start after the pad index
+    extra = {**extra, **SHAPE_EXTRA.get((arch, shape), {})}
     return cls(vocab_size=VOCAB, hidden_size=H, num_hidden_layers=L, num_attention_heads=A, intermediate_size=I,
                max_position_embeddings=pos, num_labels=labels, layer_norm_eps=1e-5, **extra)
 
@@ -141,7 +158,7 @@ def perturb(model: torch.nn.Module, gen: torch.Generator) -> None:
                     or name.endswith(("norm.weight", "norm.bias"))):  # ModernBERT's attn_norm, final_norm
                 base = 1.0 if name.endswith("weight") else 0.0
                 p.copy_(base + 0.2 * torch.randn(p.shape, generator=gen))
-            elif "relative_attention_bias" in name:
+            elif "relative_attention_bias" in name or "rel_embeddings" in name:
                 p.copy_(1.5 * torch.randn(p.shape, generator=gen))
             else:
                 p.copy_(0.15 * torch.randn(p.shape, generator=gen))

@@ -89,8 +89,10 @@ TEST(chosen_row_kernels_match_their_scalar_twins_bit_for_bit) {
     for (int i = 0; i < 19; i++) mask[i] = i % 5 != 3;
     b8_attention_fn at = b8_attention_head_best(), as = (b8_attention_fn)scalar_of(op("attention"))->fn;
     for (int64_t h = 0; h < 3; h++) {
-        at(qkv + h * d, qkv + H + h * d, qkv + 2 * H + h * d, 3 * H, T, d, 0.25f, mask, B8_MASK_ADD_MIN, NULL, c0 + h * d, H, scr);
-        as(qkv + h * d, qkv + H + h * d, qkv + 2 * H + h * d, 3 * H, T, d, 0.25f, mask, B8_MASK_ADD_MIN, NULL, c1 + h * d, H, scr);
+        at(qkv + h * d, qkv + H + h * d, qkv + 2 * H + h * d, 3 * H, T, d, 0.25f, mask, B8_MASK_ADD_MIN, NULL, NULL,
+           c0 + h * d, H, scr);
+        as(qkv + h * d, qkv + H + h * d, qkv + 2 * H + h * d, 3 * H, T, d, 0.25f, mask, B8_MASK_ADD_MIN, NULL, NULL,
+           c1 + h * d, H, scr);
     }
     CHECK(!memcmp(c0, c1, (size_t)(T * H) * sizeof(float)));
     b8_free_aligned(x), b8_free_aligned(g), b8_free_aligned(b), b8_free_aligned(y0), b8_free_aligned(y1);

@@ -195,6 +195,90 @@ TEST(rotary_config_fields_read_and_checked) {
     b8_config_free(&c);
 }
 
+/* DeBERTa (desc->disentangled): the relative terms, buckets and span, the position table and the
+ * ContextPooler's activation from config.json as DebertaV2Config reads them; fields bert8 does not
+ * run are errors naming them. */
+TEST(disentangled_config_fields_read_and_checked) {
+    static const struct {
+        const char *text;
+        bert8_status want;
+        int c2p, p2c, scale, share, norm, no_pos;
+        int64_t span;
+        const char *n1;
+    } cases[] = {
+        /* DebertaV2Config's defaults: no relative attention, a position table */
+        {"{\"model_type\": \"deberta-v2\"}", BERT8_OK, 0, 0, 1, 0, 0, 0, 512, NULL},
+        /* the scale counts the named terms even without relative attention */
+        {"{\"model_type\": \"deberta-v2\", \"pos_att_type\": [\"p2c\", \"c2p\"]}", BERT8_OK, 0, 0, 3, 0, 0, 0, 512,
+         NULL},
+        {"{\"model_type\": \"deberta-v2\", \"relative_attention\": true, \"pos_att_type\": [\"p2c\", \"c2p\"], "
+         "\"share_att_key\": true, \"position_buckets\": 256, \"max_relative_positions\": -1, \"norm_rel_ebd\": "
+         "\"layer_norm\", \"position_biased_input\": false}",
+         BERT8_OK, 1, 1, 3, 1, 1, 1, 256, NULL},
+        /* the "|" string form: items lowered and stripped, unknown ones ignored */
+        {"{\"model_type\": \"deberta-v2\", \"relative_attention\": true, \"pos_att_type\": \" C2P|p2p \", "
+         "\"max_relative_positions\": 48, \"norm_rel_ebd\": \"none | Layer_Norm\"}",
+         BERT8_OK, 1, 0, 2, 0, 1, 0, 48, NULL},
+        {"{\"model_type\": \"deberta-v2\", \"relative_attention\": true, \"pos_att_type\": null}", BERT8_OK, 0, 0, 1,
+         0, 0, 0, 512, NULL},
+        {"{\"model_type\": \"deberta-v2\", \"pos_att_type\": 3}", BERT8_ERR_FORMAT, 0, 0, 0, 0, 0, 0, 0, "pos_att_type"},
+        {"{\"model_type\": \"deberta-v2\", \"pos_att_type\": [\"c2p\", 2]}", BERT8_ERR_FORMAT, 0, 0, 0, 0, 0, 0, 0,
+         "pos_att_type\"[1]"},
+        {"{\"model_type\": \"deberta-v2\", \"position_buckets\": 1}", BERT8_ERR_FORMAT, 0, 0, 0, 0, 0, 0, 0,
+         "position_buckets"},
+        {"{\"model_type\": \"deberta-v2\", \"position_buckets\": 256, \"max_relative_positions\": 129}",
+         BERT8_ERR_FORMAT, 0, 0, 0, 0, 0, 0, 0, "max_relative_positions"},
+        {"{\"model_type\": \"deberta-v2\", \"conv_kernel_size\": 3}", BERT8_ERR_UNSUPPORTED, 0, 0, 0, 0, 0, 0, 0,
+         "conv_kernel_size"},
+        {"{\"model_type\": \"deberta-v2\", \"conv_kernel_size\": 0}", BERT8_OK, 0, 0, 1, 0, 0, 0, 512, NULL},
+        {"{\"model_type\": \"deberta-v2\", \"embedding_size\": 128}", BERT8_ERR_UNSUPPORTED, 0, 0, 0, 0, 0, 0, 0,
+         "embedding_size"},
+        {"{\"model_type\": \"deberta-v2\", \"attention_head_size\": 32}", BERT8_ERR_UNSUPPORTED, 0, 0, 0, 0, 0, 0, 0,
+         "attention_head_size"},
+        {"{\"model_type\": \"deberta-v2\", \"pooler_hidden_size\": 768}", BERT8_ERR_UNSUPPORTED, 0, 0, 0, 0, 0, 0, 0,
+         "pooler_hidden_size"},
+        {"{\"model_type\": \"deberta-v2\", \"pooler_hidden_act\": \"silu\"}", BERT8_ERR_UNSUPPORTED, 0, 0, 0, 0, 0, 0,
+         0, "pooler_hidden_act"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        b8_config c;
+        char msg[1024];
+        const bert8_status st = parse_text(cases[i].text, &c, msg, sizeof msg);
+        CHECKF(st == cases[i].want, "%s: %s (%s)", cases[i].text, bert8_status_string(st), msg);
+        if (st == BERT8_OK) {
+            CHECKF(c.c2p == cases[i].c2p && c.p2c == cases[i].p2c && c.scale_factor == cases[i].scale &&
+                       c.share_att_key == cases[i].share && c.rel_norm == cases[i].norm &&
+                       c.no_pos_table == cases[i].no_pos && c.att_span == cases[i].span,
+                   "%s: c2p %d p2c %d scale %lld share %d norm %d no_pos %d span %lld", cases[i].text, c.c2p, c.p2c,
+                   (long long)c.scale_factor, c.share_att_key, c.rel_norm, c.no_pos_table, (long long)c.att_span);
+            b8_config_free(&c);
+        }
+        CHECKF(!cases[i].n1 || strstr(msg, cases[i].n1), "message \"%s\" lacks \"%s\"", msg, cases[i].n1);
+    }
+    b8_config c;
+    char msg[1024];
+    CHECK(parse_text("{\"model_type\": \"deberta-v2\", \"pooler_hidden_act\": \"tanh\"}", &c, msg, sizeof msg) ==
+          BERT8_OK);
+    CHECK(c.pooler_act == B8_ACT_TANH && c.desc->cls == B8_CLS_CONTEXT && c.layer_norm_eps == 1e-7f);
+    b8_config_free(&c);
+}
+
+/* make_log_bucket_position's values (transformers 5.25) at a few offsets: deberta-v3's 256
+ * buckets over 512 positions, and 16 over 64. */
+TEST(deberta_log_buckets_match_transformers) {
+    static const int64_t r1[] = {0, 1, -5, 127, 128, 129, -129, 200, 511, 512, 519, -519, 2000, 5000};
+    static const int64_t w1[] = {0, 1, -5, 127, 128, 129, -129, 169, 255, 256, 257, -257, 381, 465};
+    for (size_t i = 0; i < sizeof r1 / sizeof *r1; i++)
+        CHECKF(b8_rel_log_bucket(r1[i], 256, 512) == w1[i], "offset %lld: %lld", (long long)r1[i],
+               (long long)b8_rel_log_bucket(r1[i], 256, 512));
+    static const int64_t r2[] = {0, 7, 8, 9, -9, 20, 39, 63, 64, 100};
+    static const int64_t w2[] = {0, 7, 8, 9, -9, 12, 14, 15, 16, 17};
+    for (size_t i = 0; i < sizeof r2 / sizeof *r2; i++)
+        CHECKF(b8_rel_log_bucket(r2[i], 16, 64) == w2[i], "offset %lld: %lld", (long long)r2[i],
+               (long long)b8_rel_log_bucket(r2[i], 16, 64));
+    CHECK(b8_rel_log_bucket(-700, -1, 512) == -700 && b8_rel_log_bucket(700, 256, 0) == 700);
+}
+
 /* A regression of the FIFO bug blocks in open(); the alarm fails the test instead. */
 TEST(fifo_checkpoint_files_are_refused_not_waited_on) {
     alarm(30);
@@ -331,6 +415,8 @@ int main(void) {
     RUN(out_of_range_numbers_are_printed_sanely);
     RUN(config_parse_accepts_every_golden_config);
     RUN(rotary_config_fields_read_and_checked);
+    RUN(disentangled_config_fields_read_and_checked);
+    RUN(deberta_log_buckets_match_transformers);
     RUN(fifo_checkpoint_files_are_refused_not_waited_on);
     RUN(tensor_count_and_header_value_limits_answer_too_large);
     RUN(small_checkpoint_truncated_while_loaded_does_not_fault);

@@ -220,25 +220,28 @@ TEST(attention_twins_bit_exact_and_correct) {
             float *scr = malloc(sizeof(float) * b8_attention_scratch_floats(T, d));
             int32_t *mask = malloc(sizeof(int32_t) * (size_t)T);
             float *relv = malloc(sizeof(float) * (size_t)(2 * T - 1)); /* a relative-position bias (MPNet) */
+            float *biasv = malloc(sizeof(float) * (size_t)(T * T));  /* a bias per score (DeBERTa) */
             for (int64_t i = 0; i < T * ld; i++) qkv[i] = frand(1.5f);
             for (int64_t i = 0; i < 2 * T - 1; i++) relv[i] = 0.8f * sinf(0.7f * (float)i); /* outside frand: the other data stay as before */
+            for (int64_t i = 0; i < T * T; i++) biasv[i] = 1.3f * cosf(0.37f * (float)i + 0.2f);
             for (int64_t j = 0; j < T; j++) mask[j] = j == 0 || j % 4 != 2;
             float alpha = 1.0f / sqrtf((float)d);
-            for (int cfg = 0; cfg < 4; cfg++) {
+            for (int cfg = 0; cfg < 8; cfg++) {
                 const int mode = cfg & 1;
-                const float *rel = cfg & 2 ? relv : NULL;
+                const float *rel = cfg & 2 ? relv : NULL, *bias = cfg & 4 ? biasv : NULL;
                 const int32_t *mk = mode ? mask : NULL;
-                b8_attention_head__scalar(qkv, qkv + d, qkv + 2 * d, ld, T, d, alpha, mk, (b8_mask_mode)mode, rel, c1, ldo, scr);
+                b8_attention_head__scalar(qkv, qkv + d, qkv + 2 * d, ld, T, d, alpha, mk, (b8_mask_mode)mode, rel, bias,
+                                          c1, ldo, scr);
                 if (b8_cpu_allows(B8_ISA_AVX512)) {
-                    b8_attention_head__avx512(qkv, qkv + d, qkv + 2 * d, ld, T, d, alpha, mk, (b8_mask_mode)mode, rel, c2,
-                                              ldo, scr);
+                    b8_attention_head__avx512(qkv, qkv + d, qkv + 2 * d, ld, T, d, alpha, mk, (b8_mask_mode)mode, rel, bias,
+                                              c2, ldo, scr);
                     CHECKF(memcmp(c1, c2, sizeof(float) * (size_t)(T * ldo)) == 0, "T=%lld d=%lld cfg=%d",
                            (long long)T, (long long)d, cfg);
                 }
                 if (b8_cpu_allows(B8_ISA_AVX2)) {
                     memset(c2, 0, sizeof(float) * (size_t)(T * ldo));
-                    b8_attention_head__avx2(qkv, qkv + d, qkv + 2 * d, ld, T, d, alpha, mk, (b8_mask_mode)mode, rel, c2, ldo,
-                                            scr);
+                    b8_attention_head__avx2(qkv, qkv + d, qkv + 2 * d, ld, T, d, alpha, mk, (b8_mask_mode)mode, rel, bias, c2,
+                                            ldo, scr);
                     CHECKF(memcmp(c1, c2, sizeof(float) * (size_t)(T * ldo)) == 0, "avx2 T=%lld d=%lld cfg=%d",
                            (long long)T, (long long)d, cfg);
                 }
@@ -248,7 +251,8 @@ TEST(attention_twins_bit_exact_and_correct) {
                     for (int64_t j = 0; j < T; j++) {
                         double a = 0;
                         for (int64_t k = 0; k < d; k++) a += (double)qkv[i * ld + k] * qkv[j * ld + d + k];
-                        sc[j] = mk && !mk[j] ? -1e300 : a * alpha + (rel ? rel[T - 1 + j - i] : 0.0);
+                        sc[j] = mk && !mk[j] ? -1e300
+                                           : a * alpha + (rel ? rel[T - 1 + j - i] : 0.0) + (bias ? bias[i * T + j] : 0.0);
                         if (sc[j] > mx) mx = sc[j];
                     }
                     for (int64_t j = 0; j < T; j++) sum += (sc[j] = exp(sc[j] - mx));
@@ -262,7 +266,7 @@ TEST(attention_twins_bit_exact_and_correct) {
                 /* the stride gap of ctx is never written */
                 if (ldo > d) CHECK(c1[ldo - 1] == 0.0f);
             }
-            free(qkv), free(c1), free(c2), free(scr), free(mask), free(relv);
+            free(qkv), free(c1), free(c2), free(scr), free(mask), free(relv), free(biasv);
         }
 }
 

@@ -1644,12 +1644,18 @@ int cmd_quantize(int argc, char **argv) {
         cli_error(C, "%s (%s)", err, bert8_status_string(st));
         goto out;
     }
+    /* what the written model runs (an architecture may keep its attention FP32 whatever was asked) */
+    bool att8 = false;
+    for (int64_t u = 0; u < bert8_model_unit_count(q); u++) {
+        bert8_unit_info ui;
+        if (!bert8_model_unit(q, u, &ui) && !strcmp(ui.kind, "attention") && ui.mode != BERT8_UNIT_FP32) att8 = true;
+    }
     if (!quiet)
         fprintf(stderr, "wrote %s: INT8 %s%s, alpha %s, %s attention, %lld calibration sequences\n", outdir,
                 umodes ? "per --unit-modes" : p.scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic",
                 !umodes && p.scheme == BERT8_SCHEME_STATIC && p.ffn_out_per_token != 0 ? " (FFN-out input per token)" : "",
                 !p.smooth ? "none (no smoothing)" : alpha_s ? alpha_s : "auto (searched per group)",
-                p.int8_attention ? "INT8" : "FP32", (long long)(t.n < samples ? t.n : samples));
+                att8 ? "INT8" : "FP32", (long long)(t.n < samples ? t.n : samples));
     rc = 0;
 out:
     free_batches(encs, batches, nb);

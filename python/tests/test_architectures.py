@@ -258,3 +258,95 @@ def test_lora_int8_holds_the_folded_task(checkpoints, tmp_path, scheme):
     cos = _cos(got[real], fp[real])
     print(f"jina-v3-lora int8 {scheme} text-matching: mean token cosine {cos.mean():.4f}, min {cos.min():.4f}")
     assert cos.mean() > 0.95, f"{scheme}: mean token cosine {cos.mean():.4f}"
+
+
+def _copy_with_config(src: pathlib.Path, d: pathlib.Path, **changes) -> pathlib.Path:
+    """A copy of a checkpoint folder (config.json, weights, tokenizer) with config.json fields
+    changed (a value of None removes the field)."""
+    d.mkdir()
+    for f in ("model.safetensors", "tokenizer.json", "tokenizer_config.json"):
+        (d / f).write_bytes((src / f).read_bytes())
+    cfg = json.loads((src / "config.json").read_text())
+    for k, v in changes.items():
+        if v is None:
+            cfg.pop(k, None)
+        else:
+            cfg[k] = v
+    (d / "config.json").write_text(json.dumps(cfg))
+    return d
+
+
+@pytest.mark.parametrize("field,value,words", [
+    ("conv_kernel_size", 3, ["conv_kernel_size", "not supported"]),
+    ("embedding_size", 16, ["embedding_size", "embed_proj"]),
+    ("attention_head_size", 4, ["attention_head_size"]),
+    ("pooler_hidden_size", 16, ["pooler_hidden_size"]),
+    ("pooler_hidden_act", "swish", ["pooler_hidden_act", "swish"]),
+    ("position_buckets", 1, ["position_buckets"]),
+    ("max_relative_positions", 8, ["max_relative_positions", "position_buckets"]),
+    ("pos_att_type", [1], ["pos_att_type"]),
+])
+def test_deberta_config_it_does_not_run_is_refused_by_name(checkpoints, tmp_path, field, value, words):
+    """DebertaV2Config fields that change the maths in ways bert8 does not run (the convolution
+    after the first layer, a projected embedding size, ...) or that transformers would turn into
+    NaN (one bucket, a span the log buckets divide by zero with) are errors naming the field."""
+    d = _copy_with_config(checkpoints / "deberta-v2_s_base", tmp_path / "d", **{field: value})
+    with pytest.raises(bert8.Error) as ei:
+        bert8.Model(d)
+    for w in words:
+        assert w in str(ei.value), f"{ei.value!r} lacks {w!r}"
+
+
+def test_deberta_pos_att_type_as_a_bar_string(checkpoints, tmp_path):
+    """pos_att_type written as DeBERTa-v2's "p2c|c2p" string (any case, spaces) reads as the list."""
+    src = checkpoints / "deberta-v2_m_base"
+    case = np.load(src / "cases.npz")
+    d = _copy_with_config(src, tmp_path / "d", pos_att_type="P2C | c2p")
+    np.testing.assert_array_equal(_run(bert8.Model(d), case)["last_hidden_state"],
+                                  _run(bert8.Model(src), case)["last_hidden_state"])
+
+
+def test_deberta_damaged_checkpoint_names_the_tensor(checkpoints, tmp_path):
+    from safetensors.numpy import load_file, save_file  # noqa: PLC0415
+
+    src = checkpoints / "deberta-v2_m_base"
+    d = _copy_with_config(src, tmp_path / "d")
+    tensors = load_file(str(src / "model.safetensors"))
+    del tensors["encoder.layer.1.attention.self.pos_query_proj.weight"]  # a base model: no "deberta." prefix
+    save_file(tensors, str(d / "model.safetensors"), metadata={"format": "pt"})
+    with pytest.raises(bert8.Error, match="pos_query_proj.weight"):
+        bert8.Model(d)
+
+
+def test_deberta_int8_folder_stores_the_relative_projections(checkpoints, tmp_path):
+    """With share_att_key the relative projections come from the key/query weights, which an
+    INT8 folder holds in int8: it stores each layer's Kr and Qr in fp32 instead, loads from
+    them (the same outputs as the model in memory), and names a missing one. Its attention is
+    fp32 (no INT8 kernel for the disentangled terms)."""
+    from safetensors.numpy import load_file, save_file  # noqa: PLC0415
+
+    d = checkpoints / "deberta-v2_l_base"
+    case = np.load(d / "cases.npz")
+    out = tmp_path / "q"
+    bert8.quantize(d, out, SENTENCES * 2, progress=False)
+    tensors = load_file(str(out / "model.safetensors"))
+    cfg = json.loads((d / "config.json").read_text())
+    span = cfg["position_buckets"]
+    for layer in range(cfg["num_hidden_layers"]):
+        base = f"encoder.layer.{layer}.attention.self."  # a base model: no "deberta." prefix
+        assert tensors[base + "key_proj.weight"].dtype == np.int8
+        for t in ("rel_key_table", "rel_query_table"):
+            assert tensors[base + t].dtype == np.float32
+            assert tensors[base + t].shape == (2 * span, cfg["hidden_size"])
+    q = bert8.Model(out)
+    got = _run(q, case)["last_hidden_state"]
+    real = case["attention_mask"].astype(bool)
+    fp = _run(bert8.Model(d), case)["last_hidden_state"]
+    assert _cos(got[real], fp[real]).mean() > 0.95
+    info = subprocess.run([str(REPO / "build" / "bert8"), "info", str(out)], capture_output=True, text=True)
+    if info.returncode == 0:
+        assert "attention int8" not in info.stdout
+    del tensors["encoder.layer.1.attention.self.rel_query_table"]
+    save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
+    with pytest.raises(bert8.Error, match="rel_query_table"):
+        bert8.Model(out)

@@ -210,11 +210,18 @@ static int ensure_workers(int want) {
     return have;
 }
 
+/* OpenMP mode; a loop inside a chunk stays in OpenMP mode on every thread of the team (and so
+ * runs on that thread: OpenMP does not nest by default). */
 static void run_omp(int64_t chunks, int64_t n, int64_t grain, int threads, b8_par_fn fn, void *ctx) {
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (int64_t c = 0; c < chunks; c++) {
-        const int64_t i0 = c * grain;
-        fn(ctx, i0, i0 + grain < n ? i0 + grain : n, omp_get_thread_num());
+#pragma omp parallel num_threads(threads)
+    {
+        const int was = b8_par_set_omp(1);
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t c = 0; c < chunks; c++) {
+            const int64_t i0 = c * grain;
+            fn(ctx, i0, i0 + grain < n ? i0 + grain : n, omp_get_thread_num());
+        }
+        b8_par_set_omp(was);
     }
 }
 

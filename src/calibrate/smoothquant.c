@@ -218,6 +218,9 @@ static bert8_status put_err(bert8_status st, char *err, size_t err_len, const ch
 void b8_quant_resolve(const bert8_model *fp32, bert8_quant_params *p) {
     const int64_t d = fp32->cfg.num_heads > 0 ? fp32->cfg.hidden_size / fp32->cfg.num_heads : 0;
     if (p->int8_attention == -1) p->int8_attention = d > 0 && d % 4 == 0;
+    /* disentangled attention (DeBERTa) runs in fp32 between the INT8 products: it has no INT8
+     * kernel */
+    if (fp32->cfg.desc->disentangled) p->int8_attention = 0;
     if (p->weight_bits == 0) p->weight_bits = 8;
     if (p->ffn_out_per_token == -1) p->ffn_out_per_token = 1;
 }
@@ -349,8 +352,10 @@ bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, s
                 goto done;
             }
         }
-        const bool att_l = p.unit_modes ? p.unit_modes[l * B8_UNITS_PER_LAYER + B8_UNIT_ATTENTION_POS] != BERT8_UNIT_FP32
-                                        : p.int8_attention;
+        const bool att_l =
+            !m->cfg.desc->disentangled &&
+            (p.unit_modes ? p.unit_modes[l * B8_UNITS_PER_LAYER + B8_UNIT_ATTENTION_POS] != BERT8_UNIT_FP32
+                          : p.int8_attention);
         if (att_l && m->layers[l].q[B8_GROUP_QKV]) {
             float sc[3], *sv_ch = malloc((size_t)m->cfg.hidden_size * sizeof(float));
             if (!sv_ch) {

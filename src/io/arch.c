@@ -119,6 +119,23 @@ const b8_arch_desc b8_arch_table[] = {
      .word_emb = "embeddings.tok_embeddings", .ln_no_bias = true, .pre_norm = true, .final_norm = "final_norm",
      .sliding = true, .pos = B8_POS_ROTARY, .cls = B8_CLS_HEAD_NORM, .head_no_bias = true,
      .mlm_dense = "head.dense", .mlm_norm = "head.norm", .mlm_decoder = "decoder", .mlm_bias = "decoder.bias"},
+    /* DeBERTa-v2/v3: BERT's post-norm layer with disentangled attention (relative embeddings
+     * projected by the layer's key/query, log-bucketed offsets), an optional position table and
+     * token types, no pooler in the base model, the ContextPooler before the classifier, the
+     * legacy masked-LM head (BERT's cls.predictions names, decoder tied) */
+    {.arch = BERT8_ARCH_DEBERTA_V2, .name = "deberta-v2", .model_type = "deberta-v2", BERT_KEYS,
+     .vocab = 128100, .hidden = 1536, .layers = 24, .heads = 24, .inter = 6144, .max_pos = 512, .type_vocab = 0,
+     .pad = 0, .eps = 1e-7,
+     .prefix = "deberta.", .layer_prefix = "encoder.layer",
+     .parts = {"attention.self.query_proj", "attention.self.key_proj", "attention.self.value_proj",
+               "attention.output.dense", "attention.output.LayerNorm", "intermediate.dense", "output.dense",
+               "output.LayerNorm"},
+     .token_types = true, .pos = B8_POS_ABSOLUTE, .disentangled = true, .rel_emb = "encoder.rel_embeddings.weight",
+     .rel_ln = "encoder.LayerNorm", .rel_parts = {"attention.self.pos_key_proj", "attention.self.pos_query_proj"},
+     .rel_tables = {"attention.self.rel_key_table", "attention.self.rel_query_table"}, .mask_replace = true,
+     .cls = B8_CLS_CONTEXT,
+     .mlm_dense = "cls.predictions.transform.dense", .mlm_norm = "cls.predictions.transform.LayerNorm",
+     .mlm_decoder = "cls.predictions.decoder", .mlm_bias = "cls.predictions.bias"},
 };
 const int b8_arch_count = (int)(sizeof b8_arch_table / sizeof *b8_arch_table);
 
@@ -156,6 +173,18 @@ int64_t b8_rel_bucket(int64_t rel, int64_t buckets, int64_t max_distance) {
     int64_t v = exact + (int64_t)(lg * (float)(half - exact));
     if (v > half - 1) v = half - 1;
     return ret + v;
+}
+
+int64_t b8_rel_log_bucket(int64_t rel, int64_t buckets, int64_t max_position) {
+    if (buckets <= 0 || max_position <= 0) return rel;
+    const int64_t mid = buckets / 2, n = rel < 0 ? -rel : rel;
+    if (n <= mid) return rel;
+    /* transformers' float32 steps: |rel| / mid, its log over log((max_position - 1) / mid) (a
+     * double rounded to float), times mid - 1, rounded up */
+    const float den = logf((float)((double)(max_position - 1) / (double)mid));
+    float v = ceilf(logf((float)n / (float)mid) / den * (float)(mid - 1)) + (float)mid;
+    if (!(v < 1e9f)) v = 1e9f; /* past any span: the caller clamps it to the last position */
+    return rel < 0 ? -(int64_t)v : (int64_t)v;
 }
 
 const char *bert8_arch_name(bert8_arch arch) {

@@ -35,9 +35,11 @@ typedef enum b8_cls_head {
     B8_CLS_DENSE_TANH,/* RoBERTa, XLM-R, MPNet: "classifier.dense" + tanh on the first token, then
                          "classifier.out_proj" */
     B8_CLS_PRE_RELU,  /* DistilBERT: "pre_classifier" + ReLU on the first token, then "classifier" */
-    B8_CLS_HEAD_NORM  /* ModernBERT: "head.dense" + classifier_activation + "head.norm" on the first
+    B8_CLS_HEAD_NORM, /* ModernBERT: "head.dense" + classifier_activation + "head.norm" on the first
                          token or the mean of the tokens (classifier_pooling), then "classifier";
                          token classification and QA run the same transform on every token */
+    B8_CLS_CONTEXT    /* DeBERTa's ContextPooler: "pooler.dense" (outside the base model) +
+                         pooler_hidden_act on the first token, then "classifier" */
 } b8_cls_head;
 
 typedef struct b8_arch_desc {
@@ -89,6 +91,21 @@ typedef struct b8_arch_desc {
     const char *rel_buckets_key;/* config.json field of its bucket count */
     int64_t rel_buckets;        /* its default */
     int64_t rel_max_distance;   /* distance past which every offset shares the last bucket */
+    /* Disentangled attention (DeBERTa-v2/v3): scores = (q_i.k_j + c2p + p2c) / sqrt(d x (1 + the
+     * number of relative terms)), c2p[i][j] = q_i . Kr[r(i - j)], p2c[i][j] = k_j . Qr[r(i - j)],
+     * where Kr and Qr are the key and query projections of the (LayerNormed) relative embeddings
+     * and r the log-bucketed offset (b8_rel_log_bucket) shifted by the span. config.json decides
+     * which terms exist (relative_attention, pos_att_type), whether the layer's own key_proj and
+     * query_proj project the embeddings (share_att_key) or the parts rel_parts[] name, and whether
+     * the word embeddings get a position table (position_biased_input). */
+    bool disentangled;
+    const char *rel_emb;        /* the relative embeddings [2 x span][H] (under the base prefix) */
+    const char *rel_ln;         /* their LayerNorm (norm_rel_ebd "layer_norm") */
+    const char *rel_parts[2];   /* per layer, without share_att_key: the key and query projections of
+                                   the relative embeddings (c2p, p2c) */
+    const char *rel_tables[2];  /* per layer, in bert8's INT8 folders: those projections computed
+                                   (Kr, Qr [2 x span][H]), as the INT8 key/query weights cannot
+                                   make them */
     bool mask_replace;          /* masked scores are set to the float minimum instead of having it
                                    added (DistilBERT) */
     bool pooler;                /* the base model may have pooler.dense */
@@ -122,5 +139,11 @@ void b8_arch_model_types(char *out, size_t cap);
  * `buckets` buckets and max_distance: exact small offsets, log-spaced larger ones, the same
  * float steps as transformers. */
 int64_t b8_rel_bucket(int64_t rel, int64_t buckets, int64_t max_distance);
+
+/* DeBERTa's relative position of offset rel = query - key: rel itself while |rel| <= buckets / 2,
+ * beyond it sign(rel) (ceil(log(|rel| / mid) / log((max_position - 1) / mid) x (mid - 1)) + mid)
+ * with mid = buckets / 2, in transformers' float steps; rel unchanged when buckets or
+ * max_position is not positive. */
+int64_t b8_rel_log_bucket(int64_t rel, int64_t buckets, int64_t max_position);
 
 #endif

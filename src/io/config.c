@@ -6,11 +6,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <math.h>
 #include <float.h>
 
 /* config.json is at most this large (a real one is a few KiB). */
 #define CONFIG_MAX_BYTES ((size_t)16 << 20)
+
+/* The bound of integer fields that may be negative ("use the default" markers such as -1). */
+static const int64_t big_int = (int64_t)1 << 31;
 
 
 /* The field, or NULL when it is absent or null (both mean "use the default"). */
@@ -327,6 +331,111 @@ static bert8_status parse_lora(const cJSON *root, b8_config *cfg, const char *pa
     return BERT8_OK;
 }
 
+/* A head activation by its transformers name (the heads' epilogue has these four). */
+static bool head_act_of(const char *name, b8_act *out) {
+    if (!strcmp(name, "gelu")) *out = B8_ACT_GELU;
+    else if (!strcmp(name, "gelu_new") || !strcmp(name, "gelu_pytorch_tanh")) *out = B8_ACT_GELU_TANH;
+    else if (!strcmp(name, "relu")) *out = B8_ACT_RELU;
+    else if (!strcmp(name, "tanh")) *out = B8_ACT_TANH;
+    else return false;
+    return true;
+}
+
+/* Whether a "|"-separated list (DebertaV2Config lowers and strips each item) names item. */
+static bool bar_list_has(const char *list, const char *item) {
+    const size_t n = strlen(item);
+    for (const char *p = list; *p;) {
+        while (*p == ' ' || *p == '\t') p++;
+        const char *end = strchr(p, '|');
+        const char *stop = end ? end : p + strlen(p);
+        const char *last = stop;
+        while (last > p && (last[-1] == ' ' || last[-1] == '\t')) last--;
+        if ((size_t)(last - p) == n && !strncasecmp(p, item, n)) return true;
+        if (!end) break;
+        p = end + 1;
+    }
+    return false;
+}
+
+/* desc->disentangled (DebertaV2Config): which relative terms exist and how offsets map to the
+ * relative embeddings, the position table, the ContextPooler; fields that change the maths in
+ * ways bert8 does not run (a convolution after the first layer, a projected embedding size, a
+ * head size of its own) are refused by name. */
+static bert8_status parse_disentangled(const cJSON *root, b8_config *cfg, const char *path, b8_err *e) {
+    bert8_status st;
+    bool rel = false, biased = true;
+    if ((st = get_bool(root, "relative_attention", &rel, path, e)) ||
+        (st = get_bool(root, "share_att_key", &cfg->share_att_key, path, e)) ||
+        (st = get_bool(root, "position_biased_input", &biased, path, e)))
+        return st;
+    cfg->no_pos_table = !biased;
+    bool c2p = false, p2c = false;
+    const cJSON *pt = field(root, "pos_att_type");
+    if (pt && cJSON_IsString(pt)) {
+        c2p = bar_list_has(pt->valuestring, "c2p");
+        p2c = bar_list_has(pt->valuestring, "p2c");
+    } else if (pt && cJSON_IsArray(pt)) {
+        int i = 0;
+        for (const cJSON *it = pt->child; it; it = it->next, i++) {
+            if (!cJSON_IsString(it))
+                return b8_fail(e, BERT8_ERR_FORMAT, "%s: field \"pos_att_type\"[%d] must be a string, not %s", path, i,
+                               b8_json_type_name(it));
+            c2p = c2p || !strcmp(it->valuestring, "c2p");
+            p2c = p2c || !strcmp(it->valuestring, "p2c");
+        }
+    } else if (pt) {
+        return wrong_type(path, "pos_att_type", "a list of strings or a string", pt, e);
+    }
+    /* the scale counts the named terms even without relative attention, as transformers does */
+    cfg->scale_factor = 1 + c2p + p2c;
+    cfg->c2p = rel && c2p;
+    cfg->p2c = rel && p2c;
+    cfg->pos_buckets = -1;
+    cfg->max_rel_pos = -1;
+    if ((st = get_int(root, "position_buckets", -big_int, 1 << 16, &cfg->pos_buckets, path, e)) ||
+        (st = get_int(root, "max_relative_positions", -big_int, 1 << 22, &cfg->max_rel_pos, path, e)))
+        return st;
+    if (cfg->max_rel_pos < 1) cfg->max_rel_pos = cfg->max_position_embeddings;
+    cfg->att_span = cfg->pos_buckets > 0 ? cfg->pos_buckets : cfg->max_rel_pos;
+    if (cfg->pos_buckets == 1)
+        return b8_fail(e, BERT8_ERR_FORMAT, "%s: field \"position_buckets\" = 1 leaves no bucket on either side", path);
+    if (cfg->pos_buckets > 1 && cfg->max_rel_pos - 1 <= cfg->pos_buckets / 2)
+        return b8_fail(e, BERT8_ERR_FORMAT,
+                       "%s: max_relative_positions %lld must exceed position_buckets / 2 + 1 = %lld (the log buckets "
+                       "divide by log((max_relative_positions - 1) / (position_buckets / 2)))",
+                       path, (long long)cfg->max_rel_pos, (long long)(cfg->pos_buckets / 2 + 1));
+    char norm[64] = "none";
+    if ((st = get_str(root, "norm_rel_ebd", norm, sizeof norm, path, e))) return st;
+    cfg->rel_norm = bar_list_has(norm, "layer_norm");
+    int64_t ph = cfg->hidden_size, conv = 0, emb = cfg->hidden_size, hs = cfg->hidden_size / cfg->num_heads;
+    if ((st = get_int(root, "pooler_hidden_size", 1, 1 << 20, &ph, path, e)) ||
+        (st = get_int(root, "conv_kernel_size", -big_int, 1 << 16, &conv, path, e)) ||
+        (st = get_int(root, "embedding_size", 1, 1 << 20, &emb, path, e)) ||
+        (st = get_int(root, "attention_head_size", 1, 1 << 20, &hs, path, e)))
+        return st;
+    if (ph != cfg->hidden_size)
+        return b8_fail(e, BERT8_ERR_UNSUPPORTED, "%s: field \"pooler_hidden_size\" = %lld is not hidden_size %lld",
+                       path, (long long)ph, (long long)cfg->hidden_size);
+    if (conv > 0)
+        return b8_fail(e, BERT8_ERR_UNSUPPORTED,
+                       "%s: field \"conv_kernel_size\" = %lld: the convolution after the first layer is not supported",
+                       path, (long long)conv);
+    if (emb != cfg->hidden_size)
+        return b8_fail(e, BERT8_ERR_UNSUPPORTED,
+                       "%s: field \"embedding_size\" = %lld is not hidden_size %lld (embed_proj is not supported)",
+                       path, (long long)emb, (long long)cfg->hidden_size);
+    if (hs != cfg->hidden_size / cfg->num_heads)
+        return b8_fail(e, BERT8_ERR_UNSUPPORTED,
+                       "%s: field \"attention_head_size\" = %lld is not hidden_size / num_attention_heads = %lld", path,
+                       (long long)hs, (long long)(cfg->hidden_size / cfg->num_heads));
+    char act[24] = "gelu";
+    if ((st = get_str(root, "pooler_hidden_act", act, sizeof act, path, e))) return st;
+    if (!head_act_of(act, &cfg->pooler_act))
+        return b8_fail(e, BERT8_ERR_UNSUPPORTED,
+                       "%s: pooler_hidden_act \"%s\" is not supported (gelu, gelu_new, relu, tanh)", path, act);
+    return BERT8_OK;
+}
+
 bert8_status b8_config_parse(const char *text, const char *path, b8_config *cfg, b8_err *e) {
     memset(cfg, 0, sizeof *cfg);
     cJSON *root = cJSON_Parse(text);
@@ -445,6 +554,7 @@ bert8_status b8_config_parse(const char *text, const char *path, b8_config *cfg,
     }
     if (d->pos == B8_POS_ROTARY && !d->sliding && (st = parse_rotary(root, d, cfg, path, e))) goto done;
     if (d->sliding && (st = parse_sliding(root, d, cfg, path, e))) goto done;
+    if (d->disentangled && (st = parse_disentangled(root, cfg, path, e))) goto done;
     if ((st = parse_labels(root, cfg, path, e))) goto done;
     if (d->lora && (st = parse_lora(root, cfg, path, e))) goto done;
     const cJSON *pt = field(root, "problem_type");

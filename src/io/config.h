@@ -36,6 +36,17 @@ typedef struct b8_config {
     bool *layer_sliding;      /* desc->sliding: [num_layers], owned; NULL otherwise */
     b8_act head_act;          /* B8_CLS_HEAD_NORM: classifier_activation */
     bool cls_mean;            /* B8_CLS_HEAD_NORM: classifier_pooling "mean" (else "cls") */
+    /* desc->disentangled (DeBERTa): */
+    bool no_pos_table;        /* position_biased_input false: no absolute position table */
+    bool c2p, p2c;            /* the relative terms present (relative_attention and pos_att_type) */
+    bool share_att_key;       /* the layer's key_proj / query_proj project the relative embeddings */
+    bool rel_norm;            /* norm_rel_ebd "layer_norm": the relative embeddings are LayerNormed */
+    int64_t att_span;         /* position_buckets if positive, else max_relative_positions: offsets
+                                 index 2 x att_span relative embeddings */
+    int64_t pos_buckets;      /* position_buckets (<= 0: offsets are not bucketed) */
+    int64_t max_rel_pos;      /* max_relative_positions (< 1 in config.json: max_position_embeddings) */
+    int64_t scale_factor;     /* 1 + the number of relative terms named in pos_att_type */
+    b8_act pooler_act;        /* B8_CLS_CONTEXT: pooler_hidden_act */
     b8_act act;               /* hidden_act: GELU, GELU_TANH, RELU (or SILU in a gated FFN) */
     char act_name[16];
     int64_t num_labels;

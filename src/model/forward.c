@@ -18,6 +18,7 @@
 #include "base/pool.h"
 #include "base/threads.h"
 #include "kernels/attention/attention.h"
+#include "kernels/gemm_f32/sgemm_rows.h"
 #include "kernels/quantize/quantize.h"
 #include "kernels/rowops/glu.h"
 #include "kernels/rowops/rotary.h"
@@ -46,7 +47,7 @@ bert8_status bert8_session_create(const bert8_model *model, bert8_session **out)
 void bert8_session_free(bert8_session *s) {
     if (!s) return;
     b8_buf *bufs[] = {&s->x,     &s->qkv,    &s->ctx,   &s->ffn,   &s->xq,     &s->hq, &s->qkvq,
-                      &s->rowscale, &s->rowscale2, &s->att, &s->gemm_ws, &s->relb, &s->mlm, &s->rope,
+                      &s->rowscale, &s->rowscale2, &s->att, &s->gemm_ws, &s->relb, &s->relidx, &s->mlm, &s->rope,
                       &s->rope_local, &s->gate,
                       &s->starts, &s->first,
                       &s->pooled, &s->tmp,   &s->logits, &s->start, &s->end};
@@ -433,6 +434,58 @@ static bert8_status rel_table(bert8_session *s, const rows *r) {
     return BERT8_OK;
 }
 
+/* Disentangled attention: the relative embedding each offset i - j = -(T-1)..T-1 of this call's
+ * longest sequence reads, clamp(att_span + bucket(i - j), 0, 2 att_span - 1) (s->relidx). */
+static bert8_status rel_index(bert8_session *s, const rows *r) {
+    const b8_config *c = &s->model->cfg;
+    if (!c->c2p && !c->p2c) return BERT8_OK;
+    const int64_t W = 2 * r->T - 1, R = 2 * c->att_span;
+    bert8_status st = b8_buf_reserve(&s->relidx, (size_t)W, sizeof(int32_t), &s->err);
+    if (st) return st;
+    int32_t *ix = s->relidx.p;
+    for (int64_t o = 0; o < W; o++) {
+        int64_t v = c->att_span + b8_rel_log_bucket(o - (r->T - 1), c->pos_buckets, c->max_rel_pos);
+        ix[o] = (int32_t)(v < 0 ? 0 : v > R - 1 ? R - 1 : v);
+    }
+    return BERT8_OK;
+}
+
+/* Floats of one thread's disentangled-attention scratch for sequences up to T tokens: the two
+ * products with the relative projections [T][W] (W <= 2T - 1 embeddings) and the bias [T][T]. */
+static size_t disent_floats(const b8_config *c, int64_t T) {
+    if (!c->c2p && !c->p2c) return 0;
+    return (size_t)(2 * T * (2 * T - 1) + T * T);
+}
+
+/* The bias disentangled attention adds to head h's scores of a sequence of len tokens (Q, K in
+ * rows of stride ld), [len][len] in scratch: c2p[i][j] = q_i . Kr[idx(i - j)] and p2c[i][j] =
+ * k_j . Qr[idx(i - j)], each divided by the scale, then added, as transformers does. The
+ * products run only against the embeddings the sequence's offsets read (a monotonic window),
+ * with the heads' kernel, whose every output is summed in one fixed order: a sequence's bias is
+ * the same bits packed or padded. */
+static const float *disent_bias(const bert8_session *s, const rows *r, const b8_layer *ly, int64_t h,
+                                const float *q, const float *k, int64_t ld, int64_t len, float *scratch) {
+    const bert8_model *m = s->model;
+    const b8_config *c = &m->cfg;
+    const int64_t d = c->hidden_size / c->num_heads, R = 2 * c->att_span;
+    const int32_t *ix = (const int32_t *)s->relidx.p + (r->T - 1); /* ix[o]: offset o */
+    const int64_t lo = ix[-(len - 1)], W = ix[len - 1] - lo + 1;
+    float *cp = scratch, *pc = scratch + len * W, *bias = scratch + 2 * len * W;
+    const b8_sgemm_rows_fn dot = b8_sgemm_rows_best();
+    if (c->c2p) dot(q, ld, len, ly->rel_kr + (h * R + lo) * d, m->rel_zero, d, B8_ACT_NONE, false, cp, W, 0, W);
+    if (c->p2c) dot(k, ld, len, ly->rel_qr + (h * R + lo) * d, m->rel_zero, d, B8_ACT_NONE, false, pc, W, 0, W);
+    const float scale = sqrtf((float)d * (float)c->scale_factor);
+    for (int64_t i = 0; i < len; i++)
+        for (int64_t j = 0; j < len; j++) {
+            const int64_t u = ix[i - j] - lo;
+            float v = 0.0f;
+            if (c->c2p) v = cp[i * W + u] / scale;
+            if (c->p2c) v = c->c2p ? v + pc[j * W + u] / scale : pc[j * W + u] / scale;
+            bias[i * len + j] = v;
+        }
+    return bias;
+}
+
 /* Rotary positions: cos | sin of positions 0..T-1 (s->rope), computed when a call is longer
  * than every earlier one. */
 static bert8_status rope_table(bert8_session *s, const rows *r) {
@@ -582,12 +635,14 @@ static bert8_status attention_s8(bert8_session *s, const rows *r, const b8_layer
 typedef struct att_f32_job {
     const bert8_session *s;
     const rows *r;
+    const b8_layer *ly;
     b8_attention_fn att;
     b8_attention_window_fn watt;
     int64_t win;
     float alpha;
     b8_mask_mode mode;
-    size_t per;
+    size_t per, katt; /* per slot: the kernel's scratch (katt floats), then the disentangled bias */
+    bool disent;
     const float *qkv;
     float *ctx;
 } att_f32_job;
@@ -602,12 +657,14 @@ static void att_f32_items(void *ctx_, int64_t i0, int64_t i1, int slot) {
     for (int64_t it = i0; it < i1; it++) {
         const int64_t q = it / A, h = it % A, r0 = r->start[q], len = r->start[q + 1] - r0;
         const float *base = j->qkv + r0 * 3 * H + h * d;
+        const float *bias =
+            j->disent ? disent_bias(s, r, j->ly, h, base, base + H, 3 * H, len, scratch + j->katt) : NULL;
         if (j->win >= 0)
             j->watt(base, base + H, base + 2 * H, 3 * H, len, d, j->alpha, j->win, r->mask ? r->mask + r0 : NULL,
                     j->mode, j->ctx + r0 * H + h * d, H, scratch);
         else
             j->att(base, base + H, base + 2 * H, 3 * H, len, d, j->alpha, r->mask ? r->mask + r0 : NULL, j->mode,
-                   rel_of(s, r, h, len), j->ctx + r0 * H + h * d, H, scratch);
+                   rel_of(s, r, h, len), bias, j->ctx + r0 * H + h * d, H, scratch);
     }
 }
 
@@ -634,7 +691,9 @@ static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *l
      * the fp32 product is rotated and quantized with the same multipliers) */
     /* a sliding-window layer's INT8 attention needs the window kernel (VNNI); without it the
      * attention runs in fp32 between the INT8 products */
-    const b8_qattn *qa = sliding_layer(c, layer) && !b8_attention_s8_window_best() ? NULL : ly->att;
+    /* disentangled attention runs in fp32 between the INT8 products too */
+    const b8_qattn *qa =
+        (sliding_layer(c, layer) && !b8_attention_s8_window_best()) || c->desc->disentangled ? NULL : ly->att;
     const bool rot = c->desc->pos == B8_POS_ROTARY, emit = qa && !rot;
     gcall qc = {B8_GROUP_QKV, xin, xq, s->xq.p, s->rowscale.p, emit ? NULL : qkv, 3 * H,
                 emit ? s->qkvq.p : NULL, emit ? qa->out_mul : NULL, 0.0f, NULL, NULL};
@@ -650,14 +709,17 @@ static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *l
         s->observe(s->observe_ctx, layer, B8_SITE_K, qkv + H, M, H, 3 * H, r->mask);
         s->observe(s->observe_ctx, layer, B8_SITE_V, qkv + 2 * H, M, H, 3 * H, r->mask);
     }
-    const float alpha = 1.0f / sqrtf((float)d);
+    /* disentangled attention divides by sqrt(d x (1 + its relative terms)) */
+    const float alpha = 1.0f / sqrtf(c->desc->disentangled ? (float)d * (float)c->scale_factor : (float)d);
     const b8_mask_mode mode = c->desc->mask_replace ? B8_MASK_REPLACE_MIN : B8_MASK_ADD_MIN;
     if (qa) return attention_s8(s, r, ly, layer, &t);
     /* one fused pass per (sequence, head); each thread has its own scratch */
     b8_attention_fn att = b8_attention_head_best();
     const int64_t win = sliding_layer(c, layer) ? c->window : -1;
     const b8_attention_window_fn watt = b8_attention_window_best();
-    const size_t per = b8_attention_scratch_floats(r->T, d);
+    const size_t katt = (b8_attention_scratch_floats(r->T, d) + 15) & ~(size_t)15;
+    const size_t per = katt + disent_floats(c, r->T);
+    const bool disent = c->c2p || c->p2c;
     const int nt = b8_par_threads();
     if ((st = b8_buf_reserve(&s->att, (size_t)nt, per * sizeof(float), e))) return st;
     int64_t work = 0;
@@ -665,7 +727,7 @@ static bert8_status attention(bert8_session *s, const rows *r, const b8_layer *l
         int64_t len = r->start[q + 1] - r->start[q];
         work += len * len;
     }
-    att_f32_job j = {s, r, att, watt, win, alpha, mode, per, qkv, ctx};
+    att_f32_job j = {s, r, ly, att, watt, win, alpha, mode, per, katt, disent, qkv, ctx};
     b8_par_for(r->nseq * A, 1, work * A * d >= B8_PAR_MIN ? nt : 1, att_f32_items, &j);
     prof_mark(s, BERT8_OP_ATTENTION, &t);
     if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_ATTN_OUT_IN, ctx, M, H, H, r->mask);
@@ -921,7 +983,7 @@ static bert8_status forward_rows(bert8_session *s, const input *bt, bert8_output
          (st = b8_buf_reserve(&s->rowscale, (size_t)M, sizeof(float), e)) ||
          (st = b8_buf_reserve(&s->rowscale2, (size_t)M, sizeof(float), e))))
         return st;
-    if ((st = rel_table(s, &r)) || (st = rope_table(s, &r))) return st;
+    if ((st = rel_table(s, &r)) || (st = rel_index(s, &r)) || (st = rope_table(s, &r))) return st;
     double t = prof_start(s);
     embed(s, &r);
     prof_mark(s, BERT8_OP_EMBED, &t);

@@ -10,6 +10,7 @@
 
 #include "base/cpu.h"
 #include "kernels/quantize/quantize.h"
+#include "kernels/rowops/rowops.h"
 #include "model/lora.h"
 
 #include <math.h>
@@ -609,6 +610,10 @@ static bert8_status load_heads(loader *L) {
             if ((st = get_linear(L, "pre_classifier", false, H, H, B8_ACT_RELU, &m->cls_dense))) return st;
             return get_linear(L, "classifier", false, c->num_labels, H, B8_ACT_NONE, &m->cls_out);
         }
+        if (c->desc->cls == B8_CLS_CONTEXT) { /* DeBERTa's ContextPooler, outside the base model */
+            if ((st = get_linear(L, "pooler.dense", false, H, H, c->pooler_act, &m->cls_dense))) return st;
+            return get_linear(L, "classifier", false, c->num_labels, H, B8_ACT_NONE, &m->cls_out);
+        }
         if (c->desc->cls == B8_CLS_DENSE_TANH) {
             if ((st = get_linear(L, "classifier.dense", false, H, H, B8_ACT_TANH, &m->cls_dense))) return st;
             return get_linear(L, "classifier.out_proj", false, c->num_labels, H, B8_ACT_NONE, &m->cls_out);
@@ -669,6 +674,100 @@ static bert8_status load_mlm(loader *L) {
     return BERT8_OK;
 }
 
+/* The name of layer l's tensor `part` (a part outside b8_part: desc->rel_parts, rel_tables). */
+static void layer_tensor_name(const bert8_model *m, int64_t l, const char *part, char *out, size_t cap) {
+    snprintf(out, cap, "%s%s.%lld.%s", m->prefix, m->cfg.desc->layer_prefix, (long long)l, part);
+}
+
+/* Rows [R][H] -> per head [heads][R][d], into a buffer the model owns. */
+static bert8_status by_head(loader *L, const float *x, int64_t R, const float **out) {
+    const int64_t H = L->m->cfg.hidden_size, A = L->m->cfg.num_heads, d = H / A;
+    float *y = b8_malloc_aligned((size_t)(R * H) * sizeof(float));
+    if (!y) return b8_fail(L->e, BERT8_ERR_NOMEM, "out of memory for the relative projections");
+    for (int64_t h = 0; h < A; h++)
+        for (int64_t r = 0; r < R; r++) memcpy(y + (h * R + r) * d, x + r * H + h * d, (size_t)d * sizeof(float));
+    *out = y;
+    return keep_owned(L->m, y, L->e);
+}
+
+/* Disentangled attention: each layer's Kr and Qr. A bert8 INT8 folder stores them
+ * (desc->rel_tables); otherwise they are computed as transformers does, once: the relative
+ * embeddings (LayerNormed with norm_rel_ebd "layer_norm") times the layer's key / query weights
+ * (share_att_key) or its own pos_key_proj / pos_query_proj, plus their biases. */
+static bert8_status load_disentangled(loader *L) {
+    bert8_model *m = L->m;
+    const b8_config *c = &m->cfg;
+    const b8_arch_desc *d = c->desc;
+    if (!d->disentangled || !(c->c2p || c->p2c)) return BERT8_OK;
+    const int64_t H = c->hidden_size, R = 2 * c->att_span;
+    const bool want[2] = {c->c2p, c->p2c};
+    const b8_part shared[2] = {B8_PART_K, B8_PART_Q};
+    char name[512], wname[600];
+    bert8_status st;
+    float *z = b8_calloc_aligned((size_t)R, sizeof(float));
+    if (!z) return b8_fail(L->e, BERT8_ERR_NOMEM, "out of memory");
+    if ((st = keep_owned(m, z, L->e))) return st;
+    m->rel_zero = z;
+    layer_tensor_name(m, 0, d->rel_tables[c->c2p ? 0 : 1], name, sizeof name);
+    const int64_t s_tab[2] = {R, H};
+    if (c->num_layers > 0 && find_tensor(m, name, false)) { /* a bert8 INT8 folder */
+        for (int64_t l = 0; l < c->num_layers; l++)
+            for (int t = 0; t < 2; t++) {
+                if (!want[t]) continue;
+                const float *x;
+                layer_tensor_name(m, l, d->rel_tables[t], name, sizeof name);
+                if ((st = get_f32(L, name, false, 2, s_tab, &x)) ||
+                    (st = by_head(L, x, R, t ? &m->layers[l].rel_qr : &m->layers[l].rel_kr)))
+                    return st;
+            }
+        return BERT8_OK;
+    }
+    const float *emb, *g = NULL, *b = NULL;
+    if ((st = get_f32(L, d->rel_emb, true, 2, s_tab, &emb))) return st;
+    if (c->rel_norm && (st = get_ln(L, d->rel_ln, true, &g, &b))) return st;
+    float *e = b8_malloc_aligned((size_t)(R * H) * sizeof(float));
+    float *y = b8_malloc_aligned((size_t)(R * H) * sizeof(float));
+    if (!e || !y) {
+        b8_free_aligned(e);
+        b8_free_aligned(y);
+        return b8_fail(L->e, BERT8_ERR_NOMEM, "out of memory for the relative embeddings");
+    }
+    if (g) b8_layernorm_rows_best()(emb, e, R, H, g, b, c->layer_norm_eps);
+    else memcpy(e, emb, (size_t)(R * H) * sizeof(float));
+    st = BERT8_OK;
+    for (int64_t l = 0; l < c->num_layers && !st; l++) {
+        b8_layer *ly = &m->layers[l];
+        for (int t = 0; t < 2 && !st; t++) {
+            if (!want[t]) continue;
+            const float *w = NULL, *wb = NULL;
+            if (c->share_att_key) {
+                w = ly->w[shared[t]];
+                wb = ly->b[shared[t]];
+                if (!w) {
+                    b8_model_part_name(m, l, shared[t], name, sizeof name);
+                    layer_tensor_name(m, l, d->rel_tables[t], wname, sizeof wname);
+                    st = b8_fail(L->e, BERT8_ERR_MISSING,
+                                 "%s: tensor \"%s\" is missing (share_att_key: \"%s\" is stored in INT8 only)", m->dir,
+                                 wname, name);
+                    break;
+                }
+            } else {
+                layer_tensor_name(m, l, d->rel_parts[t], name, sizeof name);
+                if ((st = get_views(L, name, false, H, H, &w, &wb))) break;
+            }
+            b8_sgemm_w *pw = NULL;
+            if ((st = b8_sgemm_w_pack(w, wb, H, H, B8_ACT_NONE, false, &pw, L->e)) ||
+                (st = b8_sgemm(pw, e, H, R, y, H, L->e)) ||
+                (st = by_head(L, y, R, t ? &ly->rel_qr : &ly->rel_kr)))
+                b8_wrap(L->e, "%s: layer %lld: the relative %s projection", m->dir, (long long)l, t ? "query" : "key");
+            b8_sgemm_w_free(pw);
+        }
+    }
+    b8_free_aligned(e);
+    b8_free_aligned(y);
+    return st;
+}
+
 static void fill_info(bert8_model *m) {
     const b8_config *c = &m->cfg;
     bert8_model_info *i = &m->info;
@@ -708,6 +807,9 @@ static void fill_info(bert8_model *m) {
     p += c->num_layers * 4 * H; /* two LayerNorms */
     if (m->has_pooler) p += H * H + H;
     if (m->rel_bias) p += c->rel_buckets * c->num_heads;
+    if (c->c2p || c->p2c) /* the relative embeddings, their LayerNorm, projections of their own */
+        p += 2 * c->att_span * H + (c->rel_norm ? 2 * H : 0) +
+             (c->share_att_key ? 0 : c->num_layers * (c->c2p + c->p2c) * (H * H + H));
     if (m->cls_dense.w) p += H * H + H;
     if (m->cls_out.w) p += m->cls_out.n * (H + 1);
     if (m->has_mlm) p += H * H + 3 * H + c->vocab_size; /* the decoder's weights are counted when not tied */
@@ -879,7 +981,7 @@ bert8_status bert8_model_load(const char *dir, const bert8_load_params *params, 
     int64_t s_word[2] = {c->vocab_size, H}, s_pos[2] = {c->max_position_embeddings, H};
     int64_t s_type[2] = {c->type_vocab_size, H};
     if ((st = load_word_embeddings(&L, s_word)) ||
-        (c->desc->pos != B8_POS_ROTARY &&
+        (c->desc->pos != B8_POS_ROTARY && !c->no_pos_table &&
          (st = get_f32(&L, "embeddings.position_embeddings.weight", true, 2, s_pos, &m->pos_emb))) ||
         (st = get_ln(&L, c->desc->emb_ln ? c->desc->emb_ln : "embeddings.LayerNorm", true, &m->emb_ln_g,
                      &m->emb_ln_b)) ||
@@ -896,7 +998,7 @@ bert8_status bert8_model_load(const char *dir, const bert8_load_params *params, 
     }
     for (int64_t i = 0; i < c->num_layers; i++)
         if ((st = load_layer(&L, i))) goto fail;
-    if ((st = load_heads(&L)) || (st = load_mlm(&L))) goto fail;
+    if ((st = load_disentangled(&L)) || (st = load_heads(&L)) || (st = load_mlm(&L))) goto fail;
     if (L.lora.task >= 0 && m->n_lora_folded == 0) {
         st = b8_fail(&e, BERT8_ERR_MISSING, "%s: LoRA task \"%s\" asked for, but the checkpoint has no LoRA adapters "
                      "(no \"*%s\" tensors on the modules bert8 loads)", dir, m->lora_task, B8_LORA_A);

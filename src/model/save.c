@@ -179,6 +179,31 @@ bert8_status bert8_model_save(const bert8_model *m, const char *out_dir, char *e
         wl_add(&w, name, B8_F32, 1, ss, m->word_emb_scale);
         nb++;
     }
+    /* disentangled attention: each layer's relative key / query projections, which the INT8
+     * key and query weights cannot remake (rows [2 x att_span][H], as a Linear writes them) */
+    const b8_config *c = &m->cfg;
+    for (int64_t l = 0; l < L && c->desc->disentangled; l++)
+        for (int t = 0; t < 2; t++) {
+            const float *src = t ? m->layers[l].rel_qr : m->layers[l].rel_kr;
+            if (!src) continue;
+            const int64_t H = c->hidden_size, A = c->num_heads, dh = H / A, R = 2 * c->att_span, sh[2] = {R, H};
+            float *rows = b8_malloc_aligned((size_t)(R * H) * sizeof(float));
+            void **nk = rows ? realloc(w.keep, (w.n_keep + 1) * sizeof *nk) : NULL;
+            if (!nk) {
+                b8_free_aligned(rows);
+                st = b8_fail(&e, BERT8_ERR_NOMEM, "out of memory");
+                goto done;
+            }
+            w.keep = nk;
+            w.keep[w.n_keep++] = rows;
+            for (int64_t h = 0; h < A; h++)
+                for (int64_t r = 0; r < R; r++)
+                    memcpy(rows + r * H + h * dh, src + (h * R + r) * dh, (size_t)dh * sizeof(float));
+            char name[512];
+            snprintf(name, sizeof name, "%s%s.%lld.%s", m->prefix, c->desc->layer_prefix, (long long)l,
+                     c->desc->rel_tables[t]);
+            wl_add(&w, name, B8_F32, 2, sh, rows);
+        }
     /* 2. every other tensor of the source checkpoint is copied as it is, except LoRA
      * parametrizations: the adapters are dropped and each original weight is written as a plain
      * "<base>.weight", with the task's adapter folded in when one was */

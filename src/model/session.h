@@ -25,6 +25,7 @@ struct bert8_session {
     b8_buf att;     /* attention scratch, one slice per thread */
     b8_buf gemm_ws; /* INT8 GEMM scratch (packed activations, tiles) */
     b8_buf relb;    /* relative-position bias per head over offsets -(T-1)..T-1 (MPNet) */
+    b8_buf relidx;  /* disentangled attention: the relative embedding of offsets -(T-1)..T-1 (int32) */
     b8_buf mlm;     /* the masked-LM head's transformed rows */
     b8_buf rope;    /* rotary positions: cos | sin of positions 0..rope_T-1 [rope_T][head size] */
     int64_t rope_T;

@@ -31,8 +31,8 @@ static void transpose_k(const float *k, int64_t ld, int64_t T, int64_t d, float 
 }
 
 void b8_attention_head__scalar(const float *q, const float *k, const float *v, int64_t ld, int64_t T, int64_t d,
-                               float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, float *ctx, int64_t ldo,
-                               float *scratch) {
+                               float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, const float *bias,
+                               float *ctx, int64_t ldo, float *scratch) {
     const int64_t tp = round_up(T, CW);
     float *kt = scratch, *s = scratch + d * tp;
     transpose_k(k, ld, T, d, kt, tp);
@@ -43,6 +43,7 @@ void b8_attention_head__scalar(const float *q, const float *k, const float *v, i
             s[j] = acc * alpha;
         }
         if (rel) b8_attention_add_rel(s, T, rel, i);
+        if (bias) b8_attention_add_bias(s, T, bias, i);
         b8_softmax_rows__scalar(s, 1, T, mask, mode);
         for (int64_t dd = 0; dd < d; dd++) {
             float acc = 0.0f;
@@ -145,8 +146,8 @@ AVX512 static inline __attribute__((always_inline)) void context_block(const flo
 }
 
 AVX512 void b8_attention_head__avx512(const float *q, const float *k, const float *v, int64_t ld, int64_t T,
-                                      int64_t d, float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, float *ctx,
-                                      int64_t ldo, float *scratch) {
+                                      int64_t d, float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel,
+                                      const float *bias, float *ctx, int64_t ldo, float *scratch) {
     const int64_t tp = round_up(T, CW);
     float *kt = scratch, *s = scratch + d * tp;
     transpose_k(k, ld, T, d, kt, tp);
@@ -154,12 +155,14 @@ AVX512 void b8_attention_head__avx512(const float *q, const float *k, const floa
     for (; i + RB <= T; i += RB) {
         scores_block(q + i * ld, ld, d, kt, tp, tp, alpha, s, RB);
         for (int r = 0; r < RB && rel; r++) b8_attention_add_rel(s + r * tp, T, rel, i + r);
+        for (int r = 0; r < RB && bias; r++) b8_attention_add_bias(s + r * tp, T, bias, i + r);
         for (int r = 0; r < RB; r++) b8_softmax_rows__avx512(s + r * tp, 1, T, mask, mode);
         context_block(s, tp, v, ld, T, d, ctx + i * ldo, ldo, RB);
     }
     for (; i < T; i++) {
         scores_block(q + i * ld, ld, d, kt, tp, tp, alpha, s, 1);
         if (rel) b8_attention_add_rel(s, T, rel, i);
+        if (bias) b8_attention_add_bias(s, T, bias, i);
         b8_softmax_rows__avx512(s, 1, T, mask, mode);
         context_block(s, tp, v, ld, T, d, ctx + i * ldo, ldo, 1);
     }
@@ -262,8 +265,8 @@ AVX2 static inline __attribute__((always_inline)) void context_block_avx2(const 
 }
 
 AVX2 void b8_attention_head__avx2(const float *q, const float *k, const float *v, int64_t ld, int64_t T, int64_t d,
-                                  float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, float *ctx, int64_t ldo,
-                                  float *scratch) {
+                                  float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, const float *bias,
+                                  float *ctx, int64_t ldo, float *scratch) {
     const int64_t tp = round_up(T, CW);
     float *kt = scratch, *s = scratch + d * tp;
     transpose_k(k, ld, T, d, kt, tp);
@@ -271,12 +274,14 @@ AVX2 void b8_attention_head__avx2(const float *q, const float *k, const float *v
     for (; i + RB <= T; i += RB) {
         scores_block_avx2(q + i * ld, ld, d, kt, tp, alpha, s, RB);
         for (int r = 0; r < RB && rel; r++) b8_attention_add_rel(s + r * tp, T, rel, i + r);
+        for (int r = 0; r < RB && bias; r++) b8_attention_add_bias(s + r * tp, T, bias, i + r);
         for (int r = 0; r < RB; r++) b8_softmax_rows__avx2(s + r * tp, 1, T, mask, mode);
         context_block_avx2(s, tp, v, ld, T, d, ctx + i * ldo, ldo, RB);
     }
     for (; i < T; i++) {
         scores_block_avx2(q + i * ld, ld, d, kt, tp, alpha, s, 1);
         if (rel) b8_attention_add_rel(s, T, rel, i);
+        if (bias) b8_attention_add_bias(s, T, bias, i);
         b8_softmax_rows__avx2(s, 1, T, mask, mode);
         context_block_avx2(s, tp, v, ld, T, d, ctx + i * ldo, ldo, 1);
     }

@@ -10,21 +10,22 @@
 /* Q, K, V are [T][d] with row stride ld (elements), ctx [T][d] with row stride ldo.
  * mask[j] == 0 masks key j (NULL: none). rel (NULL: none) is a relative-position bias of 2T - 1
  * floats: score[i][j] = alpha q_i.k_j + rel[T - 1 + j - i], before the mask and the softmax
- * (MPNet). scratch holds b8_attention_scratch_floats(T, d). */
+ * (MPNet). bias (NULL: none) is a bias per score, [T][T]: score[i][j] += bias[i T + j] after rel
+ * (DeBERTa's disentangled terms). scratch holds b8_attention_scratch_floats(T, d). */
 typedef void (*b8_attention_fn)(const float *q, const float *k, const float *v, int64_t ld, int64_t T,
-                                int64_t d, float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, float *ctx,
-                                int64_t ldo, float *scratch);
+                                int64_t d, float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel,
+                                const float *bias, float *ctx, int64_t ldo, float *scratch);
 
 size_t b8_attention_scratch_floats(int64_t T, int64_t d);
 void b8_attention_head__scalar(const float *q, const float *k, const float *v, int64_t ld, int64_t T, int64_t d,
-                               float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, float *ctx, int64_t ldo,
-                               float *scratch);
+                               float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, const float *bias,
+                               float *ctx, int64_t ldo, float *scratch);
 void b8_attention_head__avx512(const float *q, const float *k, const float *v, int64_t ld, int64_t T, int64_t d,
-                               float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, float *ctx, int64_t ldo,
-                               float *scratch);
+                               float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, const float *bias,
+                               float *ctx, int64_t ldo, float *scratch);
 void b8_attention_head__avx2(const float *q, const float *k, const float *v, int64_t ld, int64_t T, int64_t d,
-                             float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, float *ctx, int64_t ldo,
-                             float *scratch);
+                             float alpha, const int32_t *mask, b8_mask_mode mode, const float *rel, const float *bias,
+                             float *ctx, int64_t ldo, float *scratch);
 b8_attention_fn b8_attention_head_best(void);
 
 /* Sliding-window attention (ModernBERT's local layers): query i attends to keys j with
@@ -59,6 +60,12 @@ typedef struct b8_attn_s8_params {
  * the twins agree). */
 static inline void b8_attention_add_rel(float *s, int64_t T, const float *rel, int64_t i) {
     const float *b = rel + (T - 1 - i);
+    for (int64_t j = 0; j < T; j++) s[j] += b[j];
+}
+
+/* Adds row i's bias row (b8_attention_fn's bias, [T][T]) to its T scores. */
+static inline void b8_attention_add_bias(float *s, int64_t T, const float *bias, int64_t i) {
+    const float *b = bias + i * T;
     for (int64_t j = 0; j < T; j++) s[j] += b[j];
 }
 
