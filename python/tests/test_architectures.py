@@ -223,6 +223,34 @@ def test_lora_task_matches_folded_transformers(checkpoints, name):
         assert np.abs(want[real] - case["last_hidden_state"][real]).max() > 0.5
 
 
+def test_jina_published_config_reads_as_jina_v3(checkpoints, tmp_path):
+    """jina-embeddings-v3's published config.json says model_type "xlm-roberta" with rotary
+    positions and names the theta rotary_emb_base (its custom code); bert8 reads it as the Jina v3
+    row: the same outputs, bit for bit, as the folder that says jina_embeddings_v3."""
+    src = checkpoints / "jina-v3-lora_s_base"
+    cfg = json.loads((src / "config.json").read_text())
+    theta = cfg.pop("rope_theta", None) or (cfg.pop("rope_parameters", None) or {}).get("rope_theta", 20000.0)
+    cfg.update(model_type="xlm-roberta", position_embedding_type="rotary", rotary_emb_base=theta,
+               architectures=["XLMRobertaModel"])
+    d = tmp_path / "published"
+    d.mkdir()
+    for f in src.iterdir():
+        if f.name != "config.json":
+            (d / f.name).symlink_to(f)
+    (d / "config.json").write_text(json.dumps(cfg))
+    case = np.load(src / "cases.npz")
+    for task in (None, "retrieval.query"):
+        want = _run(bert8.Model(src, lora_task=task), case)["last_hidden_state"]
+        m = bert8.Model(d, lora_task=task)
+        assert m.info.arch == "jina_embeddings_v3"
+        np.testing.assert_array_equal(_run(m, case)["last_hidden_state"], want)
+    # a plain XLM-R config with another position type is still refused
+    cfg["position_embedding_type"] = "relative_key"
+    (d / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(bert8.Error, match="position_embedding_type"):
+        bert8.Model(d)
+
+
 def test_lora_unknown_task_is_refused_naming_the_valid_ones(checkpoints):
     d = checkpoints / "jina-v3-lora_s_base"
     with pytest.raises(bert8.Error) as ei:

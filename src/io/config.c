@@ -171,6 +171,8 @@ static bert8_status parse_rotary(const cJSON *root, const b8_arch_desc *d, b8_co
     const cJSON *tv = rp ? field(rp, "rope_theta") : NULL;
     const char *tkey = tv ? "rope_parameters.rope_theta" : "rope_theta";
     if (!tv) tv = field(root, "rope_theta");
+    /* jina-embeddings-v3's own configuration class names it rotary_emb_base */
+    if (!tv && (tv = field(root, "rotary_emb_base"))) tkey = "rotary_emb_base";
     if (tv && !cJSON_IsNumber(tv)) return wrong_type(path, tkey, "a number", tv, e);
     if (tv) theta = tv->valuedouble;
     /* inv_freq = 1 / theta^(2i/d) in float: theta must be a finite float above 0 */
@@ -464,6 +466,11 @@ bert8_status b8_config_parse(const char *text, const char *path, b8_config *cfg,
     }
     const int64_t big = (int64_t)1 << 31;
     const b8_arch_desc *d = b8_arch_by_model_type(cfg->model_type);
+    /* jina-embeddings-v3 as published (its custom code, XLMRobertaLoRA): model_type "xlm-roberta"
+     * with rotary positions, which no XLM-R has; its tensors are the Jina v3 row's */
+    const cJSON *pet0 = field(root, "position_embedding_type");
+    if (d && !strcmp(cfg->model_type, "xlm-roberta") && cJSON_IsString(pet0) && !strcmp(pet0->valuestring, "rotary"))
+        d = b8_arch_by_model_type("jina_embeddings_v3");
     if (!d) {
         char list[256];
         b8_arch_model_types(list, sizeof list);
