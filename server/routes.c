@@ -373,6 +373,13 @@ static int tokenize_inputs(srv_server *s, srv_call *c, int truncate, bert8_side 
     bert8_embed_options eo = bert8_default_embed_options();
     eo.prompt_name = c->prompt_name;
     char err[512];
+    /* an empty text (of a pair: both empty) is refused as TEI refuses it, before it is tokenized */
+    for (int64_t i = 0; i < c->n; i++) {
+        if ((c->given && c->given[i]) || c->texts[i].len || (c->pairs && c->pairs[i].data && c->pairs[i].len)) continue;
+        srv_error(r, E_EMPTY, c->openai, "`inputs` cannot be empty");
+        fail_metric(s, "validation");
+        return -1;
+    }
     int rc = decode_given(s, c, embed, r);
     if (rc) return rc;
     const int64_t CHUNK = 32; /* bounds each padded encoding's size */
