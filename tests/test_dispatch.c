@@ -12,6 +12,7 @@
 #include "base/cpu.h"
 #include "bert8_pipeline.h"
 #include "kernels/attention/attention.h"
+#include "kernels/attention/rel_dot.h"
 #include "kernels/dispatch.h"
 #include "kernels/gemm_f32/sgemm.h"
 #include "kernels/gemm_f32/sgemm_rows.h"
@@ -183,6 +184,20 @@ TEST(head_gemm_matches_its_scalar_twin_and_ignores_the_batch) {
     }
 }
 
+/* Disentangled attention's products: the chosen kernel gives its scalar twin's bits, and a row
+ * gives the same bits alone as in a block of 37 rows (packed and padded batches agree). */
+TEST(rel_dot_matches_its_scalar_twin_and_ignores_the_rows) {
+    const int64_t M = 37, K = 64, N = 255, ldb = 512;
+    float *a = rnd((size_t)(M * K), 21, 2.0f), *b = rnd((size_t)(K * ldb), 22, 1.0f);
+    float *c0 = b8_malloc_aligned((size_t)(M * N) * sizeof(float)), *c1 = b8_malloc_aligned((size_t)(M * N) * sizeof(float));
+    b8_rel_dot_best()(a, K, M, b + 3, ldb, K, N, c0, N);
+    ((b8_rel_dot_fn)scalar_of(op("rel_dot"))->fn)(a, K, M, b + 3, ldb, K, N, c1, N);
+    CHECKF(!memcmp(c0, c1, (size_t)(M * N) * sizeof(float)), "%s", b8_dispatch_choice("rel_dot"));
+    for (int64_t i = 0; i < M; i++) b8_rel_dot_best()(a + i * K, K, 1, b + 3, ldb, K, N, c1 + i * N, N);
+    CHECKF(!memcmp(c0, c1, (size_t)(M * N) * sizeof(float)), "%s: one row at a time", b8_dispatch_choice("rel_dot"));
+    b8_free_aligned(a), b8_free_aligned(b), b8_free_aligned(c0), b8_free_aligned(c1);
+}
+
 TEST(a_misspelled_cap_is_an_error_at_load) {
     char err[1024] = "";
     bert8_model *m = NULL;
@@ -212,5 +227,6 @@ int main(int argc, char **argv) {
     RUN(chosen_row_kernels_match_their_scalar_twins_bit_for_bit);
     RUN(chosen_gemm_kernels_match_their_scalar_twins);
     RUN(head_gemm_matches_its_scalar_twin_and_ignores_the_batch);
+    RUN(rel_dot_matches_its_scalar_twin_and_ignores_the_rows);
     return tu_finish();
 }

@@ -1,5 +1,5 @@
 /* test_rowops.c: the AVX-512 and AVX2 row kernels (masked softmax, LayerNorm, attention, rotary
- * positions, the gated FFN's pass) agree bit for bit with their scalar twins, and the twins agree
+ * positions, the gated FFN's pass, disentangled attention's products) agree bit for bit with their scalar twins, and the twins agree
  * with plain libm maths. */
 #include "testutil.h"
 #include "base/cpu.h"
@@ -7,6 +7,7 @@
 #include "kernels/rowops/rotary.h"
 #include "kernels/rowops/rowops.h"
 #include "kernels/attention/attention.h"
+#include "kernels/attention/rel_dot.h"
 #include "kernels/quantize/quantize.h"
 
 #include <float.h>
@@ -166,6 +167,51 @@ TEST(rotary_twins_bit_exact_and_correct) {
         }
         free(cs), free(x), free(y1), free(y2);
     }
+}
+
+/* Disentangled attention's products: the SIMD twins bit-exact to the scalar one for row counts
+ * and widths around every tile edge (strided operands, c filled with NaN: written, never read,
+ * nothing outside [m][n] touched), the scalar one within float rounding of double maths. */
+TEST(rel_dot_twins_bit_exact_and_correct) {
+    const int64_t ms[] = {1, 2, 3, 4, 5, 7, 9, 128}, ns[] = {1, 7, 8, 9, 16, 17, 24, 25, 48, 63, 64, 65, 97, 255};
+    const int64_t ks[] = {1, 3, 64, 65};
+    const float nan = NAN;
+    for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+        for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++)
+            for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
+                const int64_t k = ks[ki], m = ms[mi], n = ns[ni], lda = 3 * k + 1, ldb = n + 5, ldc = n + 3;
+                float *a = malloc(sizeof(float) * m * lda), *b = malloc(sizeof(float) * k * ldb);
+                float *c1 = malloc(sizeof(float) * m * ldc), *c2 = malloc(sizeof(float) * m * ldc);
+                for (int64_t i = 0; i < m * lda; i++) a[i] = frand(2.0f);
+                for (int64_t i = 0; i < k * ldb; i++) b[i] = frand(1.5f);
+                for (int64_t i = 0; i < m * ldc; i++) c1[i] = nan;
+                b8_rel_dot__scalar(a, lda, m, b, ldb, k, n, c1, ldc);
+                for (int64_t i = 0; i < m; i++) {
+                    for (int64_t j = 0; j < n; j++) {
+                        double want = 0, mag = 0;
+                        for (int64_t t = 0; t < k; t++) {
+                            want += (double)a[i * lda + t] * b[t * ldb + j];
+                            mag += fabs((double)a[i * lda + t] * b[t * ldb + j]);
+                        }
+                        CHECKF(fabs(c1[i * ldc + j] - want) <= 1e-6 * (double)k * mag + 1e-30,
+                               "rel_dot scalar m=%lld n=%lld k=%lld", (long long)m, (long long)n, (long long)k);
+                    }
+                    for (int64_t j = n; j < ldc; j++) CHECK(isnan(c1[i * ldc + j])); /* untouched */
+                }
+                const struct {
+                    b8_isa isa;
+                    b8_rel_dot_fn fn;
+                    const char *name;
+                } simd[] = {{B8_ISA_AVX512, b8_rel_dot_4x64__avx512, "avx512"}, {B8_ISA_AVX2, b8_rel_dot_4x24__avx2, "avx2"}};
+                for (size_t s = 0; s < 2; s++) {
+                    if (!b8_cpu_allows(simd[s].isa)) continue;
+                    for (int64_t i = 0; i < m * ldc; i++) c2[i] = nan;
+                    simd[s].fn(a, lda, m, b, ldb, k, n, c2, ldc);
+                    CHECKF(memcmp(c1, c2, sizeof(float) * m * ldc) == 0, "rel_dot %s m=%lld n=%lld k=%lld", simd[s].name,
+                           (long long)m, (long long)n, (long long)k);
+                }
+                free(a), free(b), free(c1), free(c2);
+            }
 }
 
 /* The gated FFN's pass act(gate) * up: every activation, the SIMD twins bit-exact to the scalar
@@ -539,5 +585,6 @@ int main(void) {
     RUN(int8_attention_with_every_key_masked);
     RUN(window_attention_twins_bit_exact_and_correct); /* last: its random draws leave the others' data as before */
     RUN(int8_window_attention_twins_bit_exact_and_close_to_fp32);
+    RUN(rel_dot_twins_bit_exact_and_correct); /* after the others: their random data stay as before */
     return tu_finish();
 }

@@ -18,7 +18,7 @@
 #include "base/pool.h"
 #include "base/threads.h"
 #include "kernels/attention/attention.h"
-#include "kernels/gemm_f32/sgemm_rows.h"
+#include "kernels/attention/rel_dot.h"
 #include "kernels/quantize/quantize.h"
 #include "kernels/rowops/glu.h"
 #include "kernels/rowops/rotary.h"
@@ -460,9 +460,9 @@ static size_t disent_floats(const b8_config *c, int64_t T) {
 /* The bias disentangled attention adds to head h's scores of a sequence of len tokens (Q, K in
  * rows of stride ld), [len][len] in scratch: c2p[i][j] = q_i . Kr[idx(i - j)] and p2c[i][j] =
  * k_j . Qr[idx(i - j)], each divided by the scale, then added, as transformers does. The
- * products run only against the embeddings the sequence's offsets read (a monotonic window),
- * with the heads' kernel, whose every output is summed in one fixed order: a sequence's bias is
- * the same bits packed or padded. */
+ * products run only against the embeddings the sequence's offsets read (a monotonic window of
+ * the transposed tables), with rel_dot, whose every output is one chain of multiply-adds in
+ * order of d: a sequence's bias is the same bits packed or padded. */
 static const float *disent_bias(const bert8_session *s, const rows *r, const b8_layer *ly, int64_t h,
                                 const float *q, const float *k, int64_t ld, int64_t len, float *scratch) {
     const bert8_model *m = s->model;
@@ -471,9 +471,9 @@ static const float *disent_bias(const bert8_session *s, const rows *r, const b8_
     const int32_t *ix = (const int32_t *)s->relidx.p + (r->T - 1); /* ix[o]: offset o */
     const int64_t lo = ix[-(len - 1)], W = ix[len - 1] - lo + 1;
     float *cp = scratch, *pc = scratch + len * W, *bias = scratch + 2 * len * W;
-    const b8_sgemm_rows_fn dot = b8_sgemm_rows_best();
-    if (c->c2p) dot(q, ld, len, ly->rel_kr + (h * R + lo) * d, m->rel_zero, d, B8_ACT_NONE, false, cp, W, 0, W);
-    if (c->p2c) dot(k, ld, len, ly->rel_qr + (h * R + lo) * d, m->rel_zero, d, B8_ACT_NONE, false, pc, W, 0, W);
+    const b8_rel_dot_fn dot = b8_rel_dot_best();
+    if (c->c2p) dot(q, ld, len, ly->rel_kr + h * d * R + lo, R, d, W, cp, W);
+    if (c->p2c) dot(k, ld, len, ly->rel_qr + h * d * R + lo, R, d, W, pc, W);
     const float scale = sqrtf((float)d * (float)c->scale_factor);
     for (int64_t i = 0; i < len; i++)
         for (int64_t j = 0; j < len; j++) {

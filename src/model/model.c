@@ -679,13 +679,15 @@ static void layer_tensor_name(const bert8_model *m, int64_t l, const char *part,
     snprintf(out, cap, "%s%s.%lld.%s", m->prefix, m->cfg.desc->layer_prefix, (long long)l, part);
 }
 
-/* Rows [R][H] -> per head [heads][R][d], into a buffer the model owns. */
+/* Rows [R][H] -> per head and transposed, [heads][d][R], into a buffer the model owns: the
+ * disentangled products (kernels/attention/rel_dot.h) read a window of R as whole vectors. */
 static bert8_status by_head(loader *L, const float *x, int64_t R, const float **out) {
     const int64_t H = L->m->cfg.hidden_size, A = L->m->cfg.num_heads, d = H / A;
     float *y = b8_malloc_aligned((size_t)(R * H) * sizeof(float));
     if (!y) return b8_fail(L->e, BERT8_ERR_NOMEM, "out of memory for the relative projections");
     for (int64_t h = 0; h < A; h++)
-        for (int64_t r = 0; r < R; r++) memcpy(y + (h * R + r) * d, x + r * H + h * d, (size_t)d * sizeof(float));
+        for (int64_t t = 0; t < d; t++)
+            for (int64_t r = 0; r < R; r++) y[(h * d + t) * R + r] = x[r * H + h * d + t];
     *out = y;
     return keep_owned(L->m, y, L->e);
 }
@@ -704,10 +706,6 @@ static bert8_status load_disentangled(loader *L) {
     const b8_part shared[2] = {B8_PART_K, B8_PART_Q};
     char name[512], wname[600];
     bert8_status st;
-    float *z = b8_calloc_aligned((size_t)R, sizeof(float));
-    if (!z) return b8_fail(L->e, BERT8_ERR_NOMEM, "out of memory");
-    if ((st = keep_owned(m, z, L->e))) return st;
-    m->rel_zero = z;
     layer_tensor_name(m, 0, d->rel_tables[c->c2p ? 0 : 1], name, sizeof name);
     const int64_t s_tab[2] = {R, H};
     if (c->num_layers > 0 && find_tensor(m, name, false)) { /* a bert8 INT8 folder */

@@ -31,8 +31,8 @@ typedef struct b8_layer {
     /* INT8 attention (needs an INT8 QKV group), or NULL: the attention products run FP32 */
     b8_qattn *att;
     /* Disentangled attention (cfg.c2p / cfg.p2c): the key and query projections of the relative
-     * embeddings, Kr and Qr, per head [heads][2 x att_span][head size], owned by the model; NULL
-     * for an absent term */
+     * embeddings, Kr and Qr, per head and transposed: [heads][head size][2 x att_span] (an INT8
+     * folder stores them as rows [2 x att_span][H]), owned by the model; NULL for an absent term */
     const float *rel_kr, *rel_qr;
 } b8_layer;
 
@@ -51,8 +51,6 @@ struct bert8_model {
     const float *final_ln_g, *final_ln_b; /* pre-norm: the LayerNorm after the last layer, else NULL */
     const float *cls_ln_g, *cls_ln_b;     /* B8_CLS_HEAD_NORM: the head's LayerNorm after cls_dense */
     const float *rel_bias;      /* [rel_buckets][heads], shared by all layers (MPNet), or NULL */
-    const float *rel_zero;      /* disentangled attention: 2 x att_span zeros (the bias of the
-                                   products with rel_kr / rel_qr) */
     b8_layer *layers;           /* [num_layers] */
     bool has_pooler;
     b8_linear pooler;           /* [H][H], tanh */

@@ -196,9 +196,9 @@ bert8_status bert8_model_save(const bert8_model *m, const char *out_dir, char *e
             }
             w.keep = nk;
             w.keep[w.n_keep++] = rows;
-            for (int64_t h = 0; h < A; h++)
-                for (int64_t r = 0; r < R; r++)
-                    memcpy(rows + r * H + h * dh, src + (h * R + r) * dh, (size_t)dh * sizeof(float));
+            for (int64_t h = 0; h < A; h++) /* the model holds them [heads][dh][R] */
+                for (int64_t t = 0; t < dh; t++)
+                    for (int64_t r = 0; r < R; r++) rows[r * H + h * dh + t] = src[(h * dh + t) * R + r];
             char name[512];
             snprintf(name, sizeof name, "%s%s.%lld.%s", m->prefix, c->desc->layer_prefix, (long long)l,
                      c->desc->rel_tables[t]);
