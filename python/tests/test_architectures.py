@@ -88,7 +88,10 @@ def test_packed_equals_padded(checkpoints, name):
     if "token_type_ids" in case.files:
         types = np.concatenate([case["token_type_ids"][b, :n] for b, n in enumerate(lengths)])
     packed = m.forward_packed(ids, cu, types)["last_hidden_state"]
-    np.testing.assert_array_equal(packed, padded[mask])
+    # FP32's contract for packed batches is 1e-5 (tests/test_packed.c): the layers' products run on
+    # oneDNN, whose blocking follows the row count on some ISAs (an AVX2 CPU, or BERT8_MAX_ISA=avx2:
+    # about 2e-6 apart on the l shape); every kernel of bert8's own gives the same bits either way
+    np.testing.assert_allclose(packed, padded[mask], rtol=1e-5, atol=1e-5)
 
 
 def _cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
