@@ -253,7 +253,9 @@ def test_sentence_embeddings_match_sentence_transformers(row, texts):
     # SentenceEncoder as a user opens it (no length given) truncates where sentence-transformers
     # does: bert8 reads sentence_bert_config.json's max_seq_length
     encoder = bert8.SentenceEncoder(folder)
-    np.testing.assert_array_equal(encoder.encode(texts, batch_size=BATCH), got)
+    # not bit for bit: the two batch the texts differently, and on an AVX2 CPU oneDNN's FP32
+    # blocking follows the row count (~1e-8 apart); another truncation would differ by far more
+    np.testing.assert_allclose(encoder.encode(texts, batch_size=BATCH), got, rtol=0, atol=1e-6)
     print(f"\n{row['name']}: embedding max |bert8 - sentence-transformers| = {err[worst]:.3g} ({len(texts)} texts)")
 
 
