@@ -371,6 +371,14 @@ int cmd_bench(int argc, char **argv) {
         cli_error(C, "%s (%s)", err, bert8_status_string(st));
         goto out;
     }
+    /* what the quantized model runs: an architecture may keep its attention FP32 whatever was asked
+     * (DeBERTa's disentangled attention), and the report and the roofline name what ran */
+    bool att8 = false;
+    for (int64_t u = 0; u < bert8_model_unit_count(q); u++) {
+        bert8_unit_info ui;
+        if (!bert8_model_unit(q, u, &ui) && !strcmp(ui.kind, "attention") && ui.mode != BERT8_UNIT_FP32) att8 = true;
+    }
+    p.int8_attention = att8;
     if (bert8_session_create(m, &sf) || bert8_session_create(q, &sq)) goto oom;
     /* warm-up (allocations), then timing */
     if (run_pass(sf, &w, true) < 0 || run_pass(sq, &w, true) < 0 || run_pass(sf, &w, false) < 0 ||
