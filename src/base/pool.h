@@ -33,6 +33,12 @@ void b8_par_for(int64_t n, int64_t grain, int threads, b8_par_fn fn, void *ctx);
 /* The thread count a loop uses: bert8_set_threads' count, else OpenMP's (OMP_NUM_THREADS). */
 int b8_par_threads(void);
 
+/* b8_par_threads() when a loop has at least min_work units of work, else 1 (the caller alone):
+ * below that, waking the pool costs more than the loop. */
+static inline int b8_par_threads_for(int64_t work, int64_t min_work) {
+    return work >= min_work ? b8_par_threads() : 1;
+}
+
 /* OpenMP mode for the calling thread's loops (1) or the pool (0, the default); returns the
  * previous mode. A forward pass whose layers run on oneDNN (an FP32 model) keeps its own loops in
  * OpenMP too, so that two pools do not spin against each other. */

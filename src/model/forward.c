@@ -30,9 +30,6 @@
 /* Work below this many elements runs on the calling thread: waking the pool costs more. */
 #define B8_PAR_MIN ((int64_t)1 << 15)
 
-/* The pool's thread count when work is at least min_work, else 1 (the caller alone). */
-static inline int par_threads(int64_t work, int64_t min_work) { return work >= min_work ? b8_par_threads() : 1; }
-
 bert8_status bert8_session_create(const bert8_model *model, bert8_session **out) {
     if (!out) return BERT8_ERR_INVALID_ARG;
     *out = NULL;
@@ -243,7 +240,7 @@ static void ln_rows_par(void *ctx, int64_t m0, int64_t m1, int slot) {
 static void layernorm_next(bert8_session *s, int64_t M, const float *g, const float *b, const b8_qlinear *next) {
     ln_job j = {s, g, b, next};
     const int64_t H = s->model->cfg.hidden_size;
-    b8_par_for(M, 8, par_threads(M * H, B8_PAR_MIN), ln_rows_par, &j);
+    b8_par_for(M, 8, b8_par_threads_for(M * H, B8_PAR_MIN), ln_rows_par, &j);
 }
 
 /* Pre-norm: out = LayerNorm(s->x) on all M rows over the pool, s->x unchanged. When the Linear
@@ -282,7 +279,7 @@ static void prenorm_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
 
 static void prenorm(bert8_session *s, int64_t M, const float *g, const float *b, float *out, const b8_qlinear *next) {
     prenorm_job j = {s, g, b, out, next};
-    b8_par_for(M, 8, par_threads(M * s->model->cfg.hidden_size, B8_PAR_MIN), prenorm_rows, &j);
+    b8_par_for(M, 8, b8_par_threads_for(M * s->model->cfg.hidden_size, B8_PAR_MIN), prenorm_rows, &j);
 }
 
 /* One Linear group on M rows of x ([M][k], row stride k). INT8: xq is the int8 input when an
@@ -410,7 +407,7 @@ static void embed(bert8_session *s, const rows *r) {
     const bert8_model *m = s->model;
     const b8_config *c = &m->cfg;
     seq_job j = {s, r, 0};
-    b8_par_for(r->nseq, 4, par_threads(r->M * c->hidden_size, B8_PAR_MIN), embed_seqs, &j);
+    b8_par_for(r->nseq, 4, b8_par_threads_for(r->M * c->hidden_size, B8_PAR_MIN), embed_seqs, &j);
     /* pre-norm: the embeddings' LayerNorm makes the residual stream, which the first layer
      * normalizes again (or quantizes itself when it has no LN1) */
     const b8_qlinear *next = c->num_layers > 0 && !c->desc->pre_norm ? m->layers[0].q[B8_GROUP_QKV] : NULL;
@@ -527,7 +524,7 @@ static void rotate_seqs(void *ctx, int64_t q0, int64_t q1, int slot) {
 static void rotate_qk(bert8_session *s, const rows *r, int64_t layer) {
     const b8_config *c = &s->model->cfg;
     seq_job j = {s, r, layer};
-    b8_par_for(r->nseq, 1, par_threads(r->M * 2 * c->hidden_size, B8_PAR_MIN), rotate_seqs, &j);
+    b8_par_for(r->nseq, 1, b8_par_threads_for(r->M * 2 * c->hidden_size, B8_PAR_MIN), rotate_seqs, &j);
 }
 
 /* Head h's bias for a sequence of len tokens: 2 len - 1 floats centred on offset 0, or NULL. */
@@ -793,7 +790,7 @@ static bert8_status ffn_glu(bert8_session *s, const rows *r, const b8_layer *ly,
     bert8_status st = run_group(s, ly, M, &ic, t);
     if (st) return st;
     if (!qi) {
-        b8_par_for(M, 16, par_threads(M * I, B8_PAR_MIN), glu_rows_par, &gj);
+        b8_par_for(M, 16, b8_par_threads_for(M * I, B8_PAR_MIN), glu_rows_par, &gj);
     }
     prof_mark(s, BERT8_OP_FFN_IN, t);
     if (s->observe) s->observe(s->observe_ctx, layer, B8_SITE_FFN_OUT_IN, h, M, I, I, r->mask);

@@ -106,7 +106,7 @@ static void scalar_rows(void *ctx, int64_t i0, int64_t i1, int slot) {
 
 static void sgemm__scalar(const b8_sgemm_w *w, const float *a, int64_t lda, int64_t m, float *c, int64_t ldc) {
     sjob j = {w, a, lda, m, c, ldc};
-    b8_par_for(m, 1, m * w->n * w->k >= (1 << 20) ? b8_par_threads() : 1, scalar_rows, &j);
+    b8_par_for(m, 1, b8_par_threads_for(m * w->n * w->k, 1 << 20), scalar_rows, &j);
 }
 
 /* Best first; oneDNN's matmul needs at least SSE4.1 jit code, so it sits at bert8's AVX2 level
@@ -314,7 +314,7 @@ static void rows_tiles(void *ctx, int64_t t0, int64_t t1, int slot) {
 static void sgemm_rows(const b8_sgemm_w *w, const float *a, int64_t lda, int64_t m, float *c, int64_t ldc) {
     const int64_t rt = (m + ROWS_RB - 1) / ROWS_RB, ct = (w->n + ROWS_CB - 1) / ROWS_CB;
     sjob j = {w, a, lda, m, c, ldc};
-    b8_par_for(rt * ct, 1, m * w->n * w->k >= (1 << 18) ? b8_par_threads() : 1, rows_tiles, &j);
+    b8_par_for(rt * ct, 1, b8_par_threads_for(m * w->n * w->k, 1 << 18), rows_tiles, &j);
 }
 
 void b8_sgemm_w_free(b8_sgemm_w *w) {

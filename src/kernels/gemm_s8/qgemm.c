@@ -681,7 +681,7 @@ bert8_status b8_qgemm(const int8_t *A, int64_t lda, int64_t M, const b8_qweight 
     if (M == 0) return BERT8_OK;
     if (W->kernel->blis) return run_blis(A, lda, M, W, ep, NULL, 0, ws, e);
     st = W->kernel->run(A, lda, M, W, ep, NULL, 0, e);
-    if (st == BERT8_OK && ep->rows_done) rows_done_blocks(ep, M, M >= 4 * B8_ROWS_DONE_BLOCK ? b8_par_threads() : 1);
+    if (st == BERT8_OK && ep->rows_done) rows_done_blocks(ep, M, b8_par_threads_for(M, 4 * B8_ROWS_DONE_BLOCK));
     return st;
 }
 

@@ -117,8 +117,6 @@ typedef struct qjob {
     float eps;
 } qjob;
 
-static inline int par_threads(int64_t rows, int64_t n) { return rows * n >= PAR_ELEMS ? b8_par_threads() : 1; }
-
 static void static_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
     (void)slot;
     const qjob *j = ctx;
@@ -129,7 +127,7 @@ static void static_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
 void b8_quantize_static(const float *x, int64_t ldx, int64_t rows, int64_t n, const float *mul,
                         float inv_scale, float zero, int8_t *q, int64_t ldq) {
     qjob j = {.x = x, .ldx = ldx, .n = n, .ldq = ldq, .mul = mul, .inv_scale = inv_scale, .zero = zero, .q = q};
-    b8_par_for(rows, ROW_BLOCK, par_threads(rows, n), static_rows, &j);
+    b8_par_for(rows, ROW_BLOCK, b8_par_threads_for(rows * n, PAR_ELEMS), static_rows, &j);
 }
 
 static void dynamic_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
@@ -142,7 +140,7 @@ static void dynamic_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
 void b8_quantize_dynamic(const float *x, int64_t ldx, int64_t rows, int64_t n, const float *mul,
                          int8_t *q, int64_t ldq, float *row_scale) {
     qjob j = {.x = x, .ldx = ldx, .n = n, .ldq = ldq, .mul = mul, .q = q, .row_scale = row_scale};
-    b8_par_for(rows, ROW_BLOCK, par_threads(rows, n), dynamic_rows, &j);
+    b8_par_for(rows, ROW_BLOCK, b8_par_threads_for(rows * n, PAR_ELEMS), dynamic_rows, &j);
 }
 
 static void ln_quant_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
@@ -157,7 +155,7 @@ static void ln_quant_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
 void b8_layernorm_quantize(const float *x, int64_t ldx, int64_t rows, int64_t n,
                            const b8_ln_quant *p, int8_t *q, int64_t ldq) {
     qjob j = {.x = x, .ldx = ldx, .n = n, .ldq = ldq, .q = q, .lnq = p};
-    b8_par_for(rows, ROW_BLOCK, par_threads(rows, n), ln_quant_rows, &j);
+    b8_par_for(rows, ROW_BLOCK, b8_par_threads_for(rows * n, PAR_ELEMS), ln_quant_rows, &j);
 }
 
 static void ln_dynamic_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
@@ -176,5 +174,5 @@ void b8_layernorm_quantize_dynamic(float *x, int64_t ldx, int64_t rows, int64_t 
                                    int64_t ldq, float *row_scale) {
     qjob j = {.xw = x, .ldx = ldx, .n = n, .ldq = ldq, .mul = mul, .q = q, .row_scale = row_scale,
               .g = g, .b = b, .eps = eps};
-    b8_par_for(rows, ROW_BLOCK, par_threads(rows, n), ln_dynamic_rows, &j);
+    b8_par_for(rows, ROW_BLOCK, b8_par_threads_for(rows * n, PAR_ELEMS), ln_dynamic_rows, &j);
 }
