@@ -1,12 +1,14 @@
 /* cmd_bench.c: `bert8 bench`: an FP32 model quantized in memory, FP32 and INT8 timed
- * interleaved in one process, on a fixed B x S batch or, with --lengths FILE, on batches of real
+ * alternated in blocks of a few passes in one process, on a fixed B x S batch or, with --lengths FILE, on batches of real
  * sequence lengths run padding-free and padded side by side. --roofline measures the machine's
  * ceilings (bert8_measure_peaks) and prints, per op, operations, bytes, time, rate, % of peak
  * and arithmetic intensity; --plot FILE.svg|png draws the roofline with each op as a point. */
+#include <errno.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "calib_text.h"
 #include "cli.h"
@@ -66,6 +68,16 @@ static bool work_make(work *w, const int64_t *len, int64_t n, int64_t per, int64
         w->seqs += B;
     }
     return true;
+}
+
+/* Passes of one precision in a row, and the pause between FP32 and INT8 blocks (see the loop). */
+#define BENCH_BLOCK 4
+#define BENCH_PAUSE_MS 30
+
+static void pause_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
 }
 
 /* One pass over every batch; returns its seconds, or -1 on failure. */
@@ -400,9 +412,16 @@ int cmd_bench(int argc, char **argv) {
         timing *xf = packed ? &tfp : &tf, *xq = packed ? &tqp : &tq;
         bert8_session_set_profiling(sf, 1);
         bert8_session_set_profiling(sq, 1);
-        for (long r = 0; r < iters; r++) {
-            xf->t[r] = run_pass(sf, &w, packed);
-            xq->t[r] = run_pass(sq, &w, packed);
+        /* FP32 and INT8 alternate in blocks of a few passes, with a pause before each block: the
+         * FP32 passes run oneDNN on OpenMP, whose idle threads keep spinning for milliseconds after
+         * a pass, and an INT8 pass (bert8's own pool) started at once would share the cores with
+         * them (all-MiniLM-L6-v2 at 1 x 128 timed 20-30% slow pass by pass). */
+        for (long r = 0; r < iters; r += BENCH_BLOCK) {
+            const long n = iters - r < BENCH_BLOCK ? iters - r : BENCH_BLOCK;
+            pause_ms(BENCH_PAUSE_MS);
+            for (long k = 0; k < n; k++) xf->t[r + k] = run_pass(sf, &w, packed);
+            pause_ms(BENCH_PAUSE_MS);
+            for (long k = 0; k < n; k++) xq->t[r + k] = run_pass(sq, &w, packed);
         }
         bert8_session_get_profile(sf, xf->prof);
         bert8_session_get_profile(sq, xq->prof);
@@ -420,13 +439,13 @@ int cmd_bench(int argc, char **argv) {
     const double gop_seq = cf.useful / seqs / 1e9;
     if (lengths) {
         printf("bert8 bench: %s, %lld layers, hidden %lld; %lld sequences from %s (longest %ld) in batches of %ld, "
-               "%ld thread(s), %s INT8, %ld iterations interleaved\n",
+               "%ld thread(s), %s INT8, %ld iterations (FP32 and INT8 in alternate blocks of %d)\n",
                dir, (long long)info->num_layers, (long long)info->hidden_size, (long long)w.seqs, lengths, S, B, threads,
-               scheme, iters);
+               scheme, iters, BENCH_BLOCK);
     } else {
         printf("bert8 bench: %s, %lld layers, hidden %lld; batch %ld x seq %ld, %ld thread(s), %s INT8, %ld iterations "
-               "interleaved\n",
-               dir, (long long)info->num_layers, (long long)info->hidden_size, B, S, threads, scheme, iters);
+               "(FP32 and INT8 in alternate blocks of %d)\n",
+               dir, (long long)info->num_layers, (long long)info->hidden_size, B, S, threads, scheme, iters, BENCH_BLOCK);
     }
     const char *pad = w.varlen ? " padded" : "";
     printf("  fp32%s: %8.2f seq/s  (median %.1f ms, best %.1f ms, %.1f GFLOP/s)\n", pad, seqs / tf.med, tf.med * 1e3,
