@@ -415,7 +415,7 @@ int cmd_bench(int argc, char **argv) {
         /* FP32 and INT8 alternate in blocks of a few passes, with a pause before each block: the
          * FP32 passes run oneDNN on OpenMP, whose idle threads keep spinning for milliseconds after
          * a pass, and an INT8 pass (bert8's own pool) started at once would share the cores with
-         * them (all-MiniLM-L6-v2 at 1 x 128 timed 20-30% slow pass by pass). */
+         * them (pass by pass, all-MiniLM-L6-v2 INT8 was timed at half its speed at 1 x 128). */
         for (long r = 0; r < iters; r += BENCH_BLOCK) {
             const long n = iters - r < BENCH_BLOCK ? iters - r : BENCH_BLOCK;
             pause_ms(BENCH_PAUSE_MS);
