@@ -161,6 +161,61 @@ TEST(int8_models_agree_with_fp32) {
 }
 
 /* Saves a quantized model, reloads it, and checks outputs are bit-identical. */
+/* 1 - cosine of the hidden states of session sq against FP32's (sf), summed over the cases. */
+static double hidden_error(bert8_session *sf, bert8_session *sq, golden_set *cs) {
+    double sum = 0;
+    for (int i = 0; i < cs->n; i++) {
+        bert8_outputs of, oq;
+        CHECK(bert8_forward(sf, &cs->b[i], &of) == BERT8_OK);
+        outs_copy cf;
+        copy_outs(&cf, &of);
+        CHECK(bert8_forward(sq, &cs->b[i], &oq) == BERT8_OK);
+        sum += 1.0 - cosine(&cf.t[0], &oq.last_hidden_state, cs->b[i].attention_mask, cs->b[i].batch, cs->b[i].seq);
+        free_outs(&cf);
+    }
+    return sum;
+}
+
+/* A dynamic FFN-out quantizes its input (the GELU output) with a zero point per token: the
+ * hidden states move closer to FP32 than with the symmetric per-token scale that a session made
+ * under BERT8_FFN_OUT_ZERO_POINT=0 still uses. */
+TEST(dynamic_ffn_out_zero_points_bring_int8_closer_to_fp32) {
+    const char *names[] = {"bert_model", "distilbert_model", "xlmr_model"};
+    char rel[256], err[1024];
+    for (size_t n = 0; n < sizeof names / sizeof *names; n++) {
+        snprintf(rel, sizeof rel, "golden/models/%s", names[n]);
+        bert8_model *f = NULL, *q = NULL;
+        CHECKF(bert8_model_load(tu_shared_path(rel), NULL, &f, err, sizeof err) == BERT8_OK, "%s", err);
+        if (!f) continue;
+        golden_set cs;
+        golden_set_load(&cs, names[n]);
+        bert8_quant_params p = bert8_default_quant_params();
+        p.scheme = BERT8_SCHEME_DYNAMIC;
+        p.alpha = 0.5f;
+        p.int8_attention = 0;
+        CHECKF(bert8_quantize(f, cs.b, (size_t)cs.n, &p, &q, err, sizeof err) == BERT8_OK, "%s", err);
+        bert8_session *sf = NULL, *sz = NULL, *ss = NULL;
+        bert8_session_create(f, &sf);
+        unsetenv("BERT8_FFN_OUT_ZERO_POINT");
+        bert8_session_create(q, &sz);
+        setenv("BERT8_FFN_OUT_ZERO_POINT", "0", 1);
+        bert8_session_create(q, &ss);
+        unsetenv("BERT8_FFN_OUT_ZERO_POINT");
+        if (q && sf && sz && ss) {
+            const double ez = hidden_error(sf, sz, &cs), es = hidden_error(sf, ss, &cs);
+            printf("  %s: sum of 1 - cosine over %d cases: %.3g with zero points, %.3g symmetric (%.2fx)\n",
+                   names[n], cs.n, ez, es, ez / es);
+            CHECKF(ez < 0.95 * es, "%s: %.3g with zero points, %.3g symmetric", names[n], ez, es);
+        }
+        bert8_session_free(sf);
+        bert8_session_free(sz);
+        bert8_session_free(ss);
+        bert8_model_free(q);
+        golden_set_free(&cs);
+        bert8_model_free(f);
+    }
+}
+
 static void roundtrip(const char *name, bert8_scheme scheme, int int8_attention, int weight_bits) {
     char rel[256], err[1024], out[512];
     snprintf(rel, sizeof rel, "golden/models/%s", name);
@@ -420,6 +475,7 @@ TEST(damaged_input_zero_point_rejected) {
 
 int main(void) {
     RUN(int8_models_agree_with_fp32);
+    RUN(dynamic_ffn_out_zero_points_bring_int8_closer_to_fp32);
     RUN(quantized_folder_roundtrips);
     RUN(default_attention_is_int8_where_the_head_size_allows);
     RUN(corrupted_quantized_files_rejected);

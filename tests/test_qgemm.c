@@ -230,12 +230,89 @@ TEST(input_zero_point_is_subtracted_exactly) {
     free(ws);
 }
 
+/* Per-row zero points of A (b8_qepilogue.a_zero): every kernel of bert8's own gives
+ * sum_k (A[m][k] - z[m]) W[n][k] exactly, also with K split in passes (4099: weights within
+ * +-8 keep the sums float-exact for the fp32 output); oneDNN and K above 32768 are refused, as
+ * are a_zero without per-row scales and zero points outside [-127, 127]. */
+static int check_row_zero(int64_t M, int64_t N, int64_t K, int w_abs) {
+    int8_t *A = malloc(M * K), *W = malloc(N * K);
+    float *ws = malloc(N * 4), *as = malloc(M * 4), *out = malloc(M * N * 4);
+    int32_t *z = malloc(M * 4);
+    double *ref = malloc(M * N * sizeof(double));
+    fill_s8(A, M * K);
+    for (int64_t i = 0; i < N * K; i++) W[i] = (int8_t)((int)(rnd() % (2u * w_abs + 1)) - w_abs);
+    for (int64_t n = 0; n < N; n++) ws[n] = 1.0f;
+    for (int64_t m = 0; m < M; m++) {
+        as[m] = 1.0f;
+        z[m] = m == 0 ? -127 : m == 1 ? 127 : (int32_t)(rnd() % 255) - 127;
+        for (int64_t n = 0; n < N; n++) {
+            double acc = 0;
+            for (int64_t k = 0; k < K; k++) acc += ((double)A[m * K + k] - z[m]) * W[n * K + k];
+            ref[m * N + n] = acc;
+        }
+    }
+    b8_qepilogue ep = {.a_scale = as, .a_scale_per_row = 1, .a_zero = z, .out_f32 = out, .ldc = N};
+    int bad = 0;
+    for (int i = 0; i < b8_qgemm_kernel_count(); i++) {
+        const char *name = b8_qgemm_kernel_name(i);
+        int lim = b8_qgemm_kernel_w_abs_max(i);
+        if (!kernel_runs_here(i) || (lim && w_abs > lim)) continue;
+        b8_qweight *q = pack(W, N, K, ws, name);
+        if (!q) {
+            bad++;
+            continue;
+        }
+        b8_err e;
+        memset(out, 0, M * N * 4);
+        bert8_status st = b8_qgemm(A, K, M, q, &ep, NULL, &e);
+        if (strcmp(name, "onednn") == 0) {
+            CHECK(!b8_qweight_takes_row_zero(q) && st == BERT8_ERR_UNSUPPORTED && strstr(e.msg, "zero points"));
+        } else {
+            CHECK(b8_qweight_takes_row_zero(q) && st == BERT8_OK);
+            int wrong = 0;
+            for (int64_t j = 0; j < M * N; j++) wrong += (double)out[j] != ref[j];
+            CHECKF(wrong == 0, "%s M=%lld N=%lld K=%lld: %d wrong", name, (long long)M, (long long)N, (long long)K,
+                   wrong);
+            bad += wrong != 0;
+        }
+        b8_qweight_free(q);
+    }
+    free(A), free(W), free(ws), free(as), free(out), free(z), free(ref);
+    return bad;
+}
+
+TEST(row_zero_points_are_subtracted_exactly) {
+    CHECK(check_row_zero(13, 37, 300, 127) == 0);
+    CHECK(check_row_zero(1, 5, 3, 127) == 0);
+    CHECK(check_row_zero(9, 70, 4099, 8) == 0);
+    /* refusals */
+    int8_t A[8 * 4] = {0}, W[3 * 4] = {1, 2, 3, 4};
+    float ws[3] = {1, 1, 1}, as[8] = {1, 1, 1, 1, 1, 1, 1, 1}, out[8 * 3];
+    int32_t z[8] = {0, 0, 0, 128, 0, 0, 0, 0};
+    b8_qweight *q = pack(W, 3, 4, ws, NULL);
+    CHECK(q != NULL);
+    b8_err e;
+    b8_qepilogue ep = {.a_scale = as, .a_scale_per_row = 0, .a_zero = z, .out_f32 = out, .ldc = 3};
+    CHECK(b8_qgemm(A, 4, 8, q, &ep, NULL, &e) == BERT8_ERR_INVALID_ARG && strstr(e.msg, "a_scale_per_row"));
+    ep.a_scale_per_row = 1;
+    CHECK(b8_qgemm(A, 4, 8, q, &ep, NULL, &e) == BERT8_ERR_INVALID_ARG && strstr(e.msg, "a_zero[3] = 128"));
+    CHECK(b8_qgemm(A, 4, 3, q, &ep, NULL, &e) == BERT8_OK); /* rows past M are not read */
+    b8_qweight_free(q);
+    int8_t *Wk = calloc(2 * 40000, 1);
+    float wk[2] = {1, 1};
+    q = pack(Wk, 2, 40000, wk, NULL);
+    CHECK(q != NULL && !b8_qweight_takes_row_zero(q));
+    b8_qweight_free(q);
+    free(Wk);
+}
+
 /* ---- fused epilogues ---- */
 
 typedef struct epi_case {
     b8_act act;
     int per_row, bias, residual, s8;
     int zero; /* an input zero point on W, and an output zero point with s8 */
+    int row_zero; /* per-row zero points of A (with per_row) */
 } epi_case;
 
 static bool bits_equal(const void *a, const void *b, size_t n) { return memcmp(a, b, n) == 0; }
@@ -260,10 +337,15 @@ static int compare_epilogue(const char *name, int64_t M, int64_t N, int64_t K, e
         bias[n] = rndf(-2.0f, 2.0f);
         omul[n] = rndf(5.0f, 40.0f);
     }
-    for (int64_t m = 0; m < M; m++) as[m] = rndf(0.5f, 2.0f);
+    int32_t *az = malloc(M * 4);
+    for (int64_t m = 0; m < M; m++) {
+        as[m] = rndf(0.5f, 2.0f);
+        az[m] = (int32_t)(rnd() % 255) - 127;
+    }
     for (int64_t i = 0; i < M * ldc; i++) res[i] = rndf(-3.0f, 3.0f);
     b8_qepilogue ep = {.a_scale = as,
                        .a_scale_per_row = c.per_row,
+                       .a_zero = c.row_zero ? az : NULL,
                        .bias = c.bias ? bias : NULL,
                        .act = c.act,
                        .residual = c.residual ? res : NULL,
@@ -322,6 +404,7 @@ static int compare_epilogue(const char *name, int64_t M, int64_t N, int64_t K, e
     free(of);
     free(os_ref);
     free(os);
+    free(az);
     return bad;
 }
 
@@ -332,18 +415,20 @@ static int run_epilogue_sweep(const char *name, float tol, float *max_err) {
     int bad = 0;
     for (size_t s = 0; s < nshapes; s++)
         for (int act = B8_ACT_NONE; act <= B8_ACT_RELU; act++)
-            for (int bits = 0; bits < 32; bits++) {
+            for (int bits = 0; bits < 64; bits++) {
                 epi_case c = {(b8_act)act, bits & 1, (bits >> 1) & 1, (bits >> 2) & 1,
-                              (bits >> 3) & 1, (bits >> 4) & 1};
-                /* the oneDNN backend takes no zero points (it refuses them) */
-                if (c.zero && strcmp(name, "onednn") == 0) continue;
+                              (bits >> 3) & 1, (bits >> 4) & 1, (bits >> 5) & 1};
+                /* the oneDNN backend takes no zero points (it refuses them); per-row zero
+                 * points come with per-row scales, once with every output form */
+                if ((c.zero || c.row_zero) && strcmp(name, "onednn") == 0) continue;
+                if (c.row_zero && (!c.per_row || c.zero)) continue;
                 int b = compare_epilogue(name, shapes[s][0], shapes[s][1], shapes[s][2], c, tol,
                                          max_err);
                 if (b)
                     printf("  %s M=%lld N=%lld K=%lld act=%d per_row=%d bias=%d residual=%d "
-                           "s8=%d zero=%d: %d outputs differ\n",
+                           "s8=%d zero=%d row_zero=%d: %d outputs differ\n",
                            name, (long long)shapes[s][0], (long long)shapes[s][1],
-                           (long long)shapes[s][2], act, c.per_row, c.bias, c.residual, c.s8, c.zero, b);
+                           (long long)shapes[s][2], act, c.per_row, c.bias, c.residual, c.s8, c.zero, c.row_zero, b);
                 bad += b;
             }
     return bad;
@@ -671,8 +756,8 @@ static int cap_child(void) {
         if (!kernel_usable(i) || strcmp(name, ORACLE) == 0 || strcmp(name, "onednn") == 0)
             continue;
         float max_err = 0;
-        bad += compare_epilogue(name, 13, 70, 100, (epi_case){B8_ACT_GELU, 1, 1, 1, 0, 0}, 0, &max_err);
-        bad += compare_epilogue(name, 13, 70, 100, (epi_case){B8_ACT_GELU_TANH, 0, 1, 0, 1, 1}, 0,
+        bad += compare_epilogue(name, 13, 70, 100, (epi_case){B8_ACT_GELU, 1, 1, 1, 0, 0, 1}, 0, &max_err);
+        bad += compare_epilogue(name, 13, 70, 100, (epi_case){B8_ACT_GELU_TANH, 0, 1, 0, 1, 1, 0}, 0,
                                 &max_err);
     }
     printf("  cap %s: level %s, %d failure(s)\n", getenv("BERT8_MAX_ISA"),
@@ -847,6 +932,7 @@ int main(int argc, char **argv) {
     RUN(accumulators_match_oracle_when_k_is_split_in_passes);
     RUN(extreme_values_give_exact_closed_form_sums);
     RUN(input_zero_point_is_subtracted_exactly);
+    RUN(row_zero_points_are_subtracted_exactly);
     RUN(fused_epilogues_are_bit_exact_for_own_kernels);
     RUN(onednn_fused_outputs_within_tolerance);
     RUN(results_do_not_depend_on_thread_count);

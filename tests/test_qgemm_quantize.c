@@ -1,5 +1,5 @@
 /* test_qgemm_quantize.c: the activation quantizers: AVX-512 and AVX2 twins bit-identical to the
- * scalar oracle (static, dynamic, LayerNorm -> int8) over row lengths with every tail, strides
+ * scalar oracle (static, dynamic, dynamic with a zero point, LayerNorm -> int8) over row lengths with every tail, strides
  * and special values; the oracle itself against a double-precision reference; the dispatching
  * entry points under each BERT8_MAX_ISA cap (child processes). */
 #include "testutil.h"
@@ -27,13 +27,14 @@ typedef struct twins {
     b8_quantize_static_fn st;
     b8_quantize_dynamic_fn dy;
     b8_layernorm_quantize_fn ln;
+    b8_quantize_dynamic_zp_fn zp;
 } twins;
 
 static const twins SIMD[] = {
     {"avx2", B8_ISA_AVX2, b8_quantize_static__avx2, b8_quantize_dynamic__avx2,
-     b8_layernorm_quantize__avx2},
+     b8_layernorm_quantize__avx2, b8_quantize_dynamic_zp__avx2},
     {"avx512", B8_ISA_AVX512, b8_quantize_static__avx512, b8_quantize_dynamic__avx512,
-     b8_layernorm_quantize__avx512},
+     b8_layernorm_quantize__avx512, b8_quantize_dynamic_zp__avx512},
 };
 
 static const int64_t NS[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 100, 768, 1000, 3072};
@@ -81,14 +82,16 @@ static void free_data(data *d) {
     free(d->b);
 }
 
-/* Runs (which: 0 static, 1 static without mul, 2 dynamic, 3 LN with y, 4 LN without y) with
- * one twin set, writing q (and scales / y). */
+/* Runs (which: 0 static, 1 static without mul, 2 dynamic, 3 LN with y, 4 LN without y, 5
+ * dynamic with a zero point: scales in aux[0..rows), zero points as int32 after them) with one
+ * twin set, writing q (and scales / y). */
 static void run(const twins *t, const data *d, int which, int8_t *q, float *aux) {
     int64_t ldq = d->n + 3;
     switch (which) {
     case 0: t->st(d->x, d->ld, d->rows, d->n, d->mul, 0.37f, 0.0f, q, ldq); break;
     case 1: t->st(d->x, d->ld, d->rows, d->n, NULL, 2.5f, -101.0f, q, ldq); break; /* with a zero point */
     case 2: t->dy(d->x, d->ld, d->rows, d->n, d->mul, q, ldq, aux); break;
+    case 5: t->zp(d->x, d->ld, d->rows, d->n, d->mul, q, ldq, aux, (int32_t *)(aux + d->rows)); break;
     default: {
         b8_ln_quant p = {d->qg, d->qb, d->g, d->b, which == 3 ? aux : NULL, d->n + 1, 1e-12f};
         t->ln(d->x, d->ld, d->rows, d->n, &p, q, ldq);
@@ -97,8 +100,9 @@ static void run(const twins *t, const data *d, int which, int8_t *q, float *aux)
 }
 
 static const twins SCALAR = {"scalar", B8_ISA_SCALAR, b8_quantize_static__scalar,
-                             b8_quantize_dynamic__scalar, b8_layernorm_quantize__scalar};
-static const twins PUBLIC = {"dispatch", B8_ISA_SCALAR, NULL, NULL, NULL};
+                             b8_quantize_dynamic__scalar, b8_layernorm_quantize__scalar,
+                             b8_quantize_dynamic_zp__scalar};
+static const twins PUBLIC = {"dispatch", B8_ISA_SCALAR, NULL, NULL, NULL, NULL};
 
 /* The dispatching entry points wrapped in the twin signature. */
 static void pub_static(const float *x, int64_t ldx, int64_t rows, int64_t n, const float *mul,
@@ -108,6 +112,10 @@ static void pub_static(const float *x, int64_t ldx, int64_t rows, int64_t n, con
 static void pub_dynamic(const float *x, int64_t ldx, int64_t rows, int64_t n, const float *mul,
                         int8_t *q, int64_t ldq, float *s) {
     b8_quantize_dynamic(x, ldx, rows, n, mul, q, ldq, s);
+}
+static void pub_zp(const float *x, int64_t ldx, int64_t rows, int64_t n, const float *mul,
+                   int8_t *q, int64_t ldq, float *s, int32_t *z) {
+    b8_quantize_dynamic_zp(x, ldx, rows, n, mul, q, ldq, s, z);
 }
 static void pub_ln(const float *x, int64_t ldx, int64_t rows, int64_t n, const b8_ln_quant *p,
                    int8_t *q, int64_t ldq) {
@@ -121,7 +129,7 @@ static int compare_twin(const twins *t, int64_t rows) {
         size_t qn = rows * (NS[s] + 3), an = rows * (NS[s] + 1);
         int8_t *q0 = malloc(qn), *q1 = malloc(qn);
         float *a0 = malloc(an * 4), *a1 = malloc(an * 4);
-        for (int w = 0; w < 5; w++) {
+        for (int w = 0; w < 6; w++) {
             memset(q0, 0x11, qn);
             memset(q1, 0x11, qn);
             memset(a0, 0, an * 4);
@@ -207,6 +215,55 @@ TEST(scalar_quantizers_match_double_reference) {
     free_data(&d);
 }
 
+/* The zero-point quantizer on one-sided rows (a GELU output: >= -0.17) and on mixed ones: x is
+ * reconstructed as s * (q - z) within s / 2 (plus the zero point's rounding), the row's range
+ * spans the 255 levels, and a one-sided row's error is about half the symmetric quantizer's. */
+TEST(zero_point_quantizer_reconstructs_and_halves_one_sided_error) {
+    enum { ROWS = 8, N = 3072 };
+    float *x = malloc(ROWS * N * 4), *mul = malloc(N * 4), sz[2 * ROWS], ss[ROWS];
+    int8_t *q = malloc(ROWS * N), *qs = malloc(ROWS * N);
+    for (int64_t j = 0; j < N; j++) mul[j] = rndf(0.5f, 2.0f);
+    for (int64_t r = 0; r < ROWS; r++)
+        for (int64_t j = 0; j < N; j++) {
+            float v = rndf(-3.0f, 3.0f) * (r + 1);
+            /* rows 0-5 GELU-like (tanh form), rows 6-7 two-sided; row 7 all zero */
+            x[r * N + j] = r == 7 ? 0.0f : r < 6 ? 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v))) : v;
+        }
+    b8_quantize_dynamic_zp__scalar(x, N, ROWS, N, mul, q, N, sz, (int32_t *)(sz + ROWS));
+    b8_quantize_dynamic__scalar(x, N, ROWS, N, mul, qs, N, ss);
+    const int32_t *zp = (const int32_t *)(sz + ROWS);
+    int bad = 0;
+    for (int64_t r = 0; r < ROWS; r++) {
+        double e_zp = 0, e_sym = 0;
+        int lo = 127, hi = -127;
+        for (int64_t j = 0; j < N; j++) {
+            const double v = (double)x[r * N + j] * mul[j];
+            const double rz = sz[r] * ((double)q[r * N + j] - zp[r]), rs = ss[r] * (double)qs[r * N + j];
+            bad += fabs(rz - v) > 1.0001 * sz[r];
+            e_zp += (rz - v) * (rz - v);
+            e_sym += (rs - v) * (rs - v);
+            lo = q[r * N + j] < lo ? q[r * N + j] : lo;
+            hi = q[r * N + j] > hi ? q[r * N + j] : hi;
+        }
+        if (r == 7) {
+            CHECKF(sz[r] == 1.0f && zp[r] == 0 && lo == 0 && hi == 0, "zero row: s %g z %d", sz[r], zp[r]);
+            continue;
+        }
+        CHECKF(zp[r] >= -127 && zp[r] <= 127 && lo <= -126 && hi >= 126, "row %lld: z %d, q in [%d, %d]",
+               (long long)r, zp[r], lo, hi);
+        if (r < 6) CHECKF(e_zp < 0.35 * e_sym, "row %lld: error %g, symmetric %g", (long long)r, e_zp, e_sym);
+        else CHECKF(e_zp <= 1.1 * e_sym, "row %lld: error %g, symmetric %g", (long long)r, e_zp, e_sym);
+    }
+    CHECK(bad == 0);
+    /* NaN is skipped by the range and saturates to -127, infinities saturate; no UB */
+    float sp[4] = {NAN, 1.0f, -0.5f, 0.25f}, s1;
+    int32_t z1;
+    int8_t q1[4];
+    b8_quantize_dynamic_zp__scalar(sp, 4, 1, 4, NULL, q1, 4, &s1, &z1);
+    CHECK(q1[0] == -127 && q1[1] == 127 && q1[2] == -127 && s1 == 1.5f / 254.0f);
+    free(x), free(mul), free(q), free(qs);
+}
+
 TEST(nan_and_infinity_saturate_without_undefined_behaviour) {
     float x[4] = {NAN, INFINITY, -INFINITY, 126.5f}, one[4] = {1, 1, 1, 1};
     int8_t q[4];
@@ -252,6 +309,7 @@ static int dispatch_child(void) {
     pub.st = pub_static;
     pub.dy = pub_dynamic;
     pub.ln = pub_ln;
+    pub.zp = pub_zp;
     /* 100 rows x 3072 is above the threshold where rows are split over threads. */
     int bad = compare_twin(&pub, 100) + fused_layernorm_dynamic_bad(7) + fused_layernorm_dynamic_bad(100);
     printf("  cap %s (level %s): %d difference(s)\n", getenv("BERT8_MAX_ISA"),
@@ -270,6 +328,7 @@ int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--dispatch-child") == 0) return dispatch_child();
     RUN(simd_twins_match_scalar_bit_for_bit);
     RUN(scalar_quantizers_match_double_reference);
+    RUN(zero_point_quantizer_reconstructs_and_halves_one_sided_error);
     RUN(nan_and_infinity_saturate_without_undefined_behaviour);
     RUN(dispatch_matches_scalar_under_every_cap);
     return tu_finish();

@@ -35,11 +35,12 @@ const b8_impl *b8_dispatch(b8_op_table *t) {
 
 /* The tables of the ops, defined in their kernel files. */
 extern b8_op_table b8_op_layernorm, b8_op_attention, b8_op_attention_s8, b8_op_quantize_static,
-    b8_op_quantize_dynamic, b8_op_layernorm_quantize, b8_op_sgemm, b8_op_sgemm_rows, b8_op_rotary, b8_op_glu,
+    b8_op_quantize_dynamic, b8_op_quantize_dynamic_zp, b8_op_layernorm_quantize, b8_op_sgemm, b8_op_sgemm_rows, b8_op_rotary, b8_op_glu,
     b8_op_rel_dot;
 
 static b8_op_table *const g_ops[] = {&b8_op_sgemm,     &b8_op_attention,        &b8_op_attention_s8,
                                      &b8_op_layernorm, &b8_op_quantize_static, &b8_op_quantize_dynamic,
+                                     &b8_op_quantize_dynamic_zp,
                                      &b8_op_layernorm_quantize, &b8_op_sgemm_rows, &b8_op_rotary,
                                      &b8_op_glu,     &b8_op_rel_dot};
 

@@ -37,6 +37,8 @@ bert8_status bert8_session_create(const bert8_model *model, bert8_session **out)
     bert8_session *s = calloc(1, sizeof *s);
     if (!s) return BERT8_ERR_NOMEM;
     s->model = model;
+    const char *zp = getenv("BERT8_FFN_OUT_ZERO_POINT");
+    s->ffn_out_zp = !(zp && !strcmp(zp, "0"));
     *out = s;
     return BERT8_OK;
 }
@@ -44,7 +46,7 @@ bert8_status bert8_session_create(const bert8_model *model, bert8_session **out)
 void bert8_session_free(bert8_session *s) {
     if (!s) return;
     b8_buf *bufs[] = {&s->x,     &s->qkv,    &s->ctx,   &s->ffn,   &s->xq,     &s->hq, &s->qkvq,
-                      &s->rowscale, &s->rowscale2, &s->att, &s->gemm_ws, &s->relb, &s->relidx, &s->mlm, &s->rope,
+                      &s->rowscale, &s->rowscale2, &s->rowzero2, &s->att, &s->gemm_ws, &s->relb, &s->relidx, &s->mlm, &s->rope,
                       &s->rope_local, &s->gate,
                       &s->starts, &s->first,
                       &s->pooled, &s->tmp,   &s->logits, &s->start, &s->end};
@@ -216,19 +218,33 @@ static void ln_rows(void *ctx, int64_t m0, int64_t m1) {
     }
 }
 
+/* A dynamic FFN-out quantizes its input (the GELU or GLU output, one-sided or nearly so) with a
+ * zero point per row when its kernel takes them: the row's range, not twice its largest
+ * magnitude, then spans the 255 levels, which halves the step on a GELU output. */
+static bool ffn_out_row_zero(const bert8_session *s, const b8_qlinear *q) {
+    return s->ffn_out_zp && q && q->mode == B8_QMODE_DYNAMIC && b8_qweight_takes_row_zero(q->packed);
+}
+
 /* FFN-in's fp32 output rows [m0, m1) (s->ffn, row stride I) quantized per row for a dynamic
- * FFN-out (in_mul: its smoothing) into s->hq, their scales into s->rowscale2. */
+ * FFN-out (in_mul: its smoothing) into s->hq, their scales into s->rowscale2 (and with zp their
+ * zero points into s->rowzero2). */
 typedef struct hq_job {
     bert8_session *s;
     int64_t I;
     const float *in_mul;
+    bool zp;
 } hq_job;
 
 static void hq_rows(void *ctx, int64_t m0, int64_t m1) {
     const hq_job *j = ctx;
     bert8_session *s = j->s;
-    b8_quantize_dynamic_best()((const float *)s->ffn.p + m0 * j->I, j->I, m1 - m0, j->I, j->in_mul,
-                               (int8_t *)s->hq.p + m0 * j->I, j->I, (float *)s->rowscale2.p + m0);
+    const float *h = (const float *)s->ffn.p + m0 * j->I;
+    int8_t *hq = (int8_t *)s->hq.p + m0 * j->I;
+    if (j->zp)
+        b8_quantize_dynamic_zp_best()(h, j->I, m1 - m0, j->I, j->in_mul, hq, j->I, (float *)s->rowscale2.p + m0,
+                                      (int32_t *)s->rowzero2.p + m0);
+    else
+        b8_quantize_dynamic_best()(h, j->I, m1 - m0, j->I, j->in_mul, hq, j->I, (float *)s->rowscale2.p + m0);
 }
 
 static void ln_rows_par(void *ctx, int64_t m0, int64_t m1, int slot) {
@@ -317,15 +333,19 @@ static bert8_status run_group(bert8_session *s, const b8_layer *ly, int64_t M, c
         return b8_sgemm(ly->f32[c->g], c->x, k, M, c->out_f32, c->ldc, &s->err);
     }
     const bool dyn = q->mode == B8_QMODE_DYNAMIC;
+    const bool zp = c->g == B8_GROUP_FFN_OUT && ffn_out_row_zero(s, q);
+    int32_t *rowzero = zp ? s->rowzero2.p : NULL;
     const int8_t *xq = c->xq;
     if (!xq) {
-        if (dyn) b8_quantize_dynamic(c->x, q->k, M, q->k, q->in_mul, c->qbuf, q->k, c->rowscale);
+        if (zp) b8_quantize_dynamic_zp(c->x, q->k, M, q->k, q->in_mul, c->qbuf, q->k, c->rowscale, rowzero);
+        else if (dyn) b8_quantize_dynamic(c->x, q->k, M, q->k, q->in_mul, c->qbuf, q->k, c->rowscale);
         else b8_quantize_static(c->x, q->k, M, q->k, q->in_mul, 1.0f, q->a_zero, c->qbuf, q->k);
         xq = c->qbuf;
         prof_mark(s, BERT8_OP_QUANTIZE, t);
     }
     b8_qepilogue ep = {.a_scale = dyn ? c->rowscale : &q->a_scale,
                        .a_scale_per_row = dyn,
+                       .a_zero = rowzero,
                        .bias = q->bias,
                        .act = c->g == B8_GROUP_FFN_IN && cfg->desc->ffn != B8_FFN_GLU ? cfg->act : B8_ACT_NONE,
                        .residual = residual ? c->out_f32 : NULL,
@@ -818,7 +838,7 @@ static bert8_status ffn(bert8_session *s, const rows *r, const b8_layer *ly, int
      * them, instead of a pass of its own over the M x I floats */
     const bool fused_h = qi && qo && qo->mode == B8_QMODE_STATIC && !s->observe;
     const bool dyn_h = qi && qo && qo->mode == B8_QMODE_DYNAMIC && !s->observe;
-    hq_job hj = {s, I, qo ? qo->in_mul : NULL};
+    hq_job hj = {s, I, qo ? qo->in_mul : NULL, ffn_out_row_zero(s, qo)};
     gcall ic = {B8_GROUP_FFN_IN, xin, ln_ready(s, qi), s->xq.p, s->rowscale.p, fused_h ? NULL : h, I,
                 fused_h ? s->hq.p : NULL, fused_h ? qo->in_mul : NULL, fused_h ? qo->a_zero : 0.0f,
                 dyn_h ? hq_rows : NULL, &hj};
@@ -978,7 +998,8 @@ static bert8_status forward_rows(bert8_session *s, const input *bt, bert8_output
         ((st = b8_buf_reserve(&s->xq, (size_t)M, (size_t)H, e)) || (st = b8_buf_reserve(&s->hq, (size_t)M, (size_t)I, e)) ||
          (st = b8_buf_reserve(&s->qkvq, (size_t)M, (size_t)(3 * H), e)) ||
          (st = b8_buf_reserve(&s->rowscale, (size_t)M, sizeof(float), e)) ||
-         (st = b8_buf_reserve(&s->rowscale2, (size_t)M, sizeof(float), e))))
+         (st = b8_buf_reserve(&s->rowscale2, (size_t)M, sizeof(float), e)) ||
+         (st = b8_buf_reserve(&s->rowzero2, (size_t)M, sizeof(int32_t), e))))
         return st;
     if ((st = rel_table(s, &r)) || (st = rel_index(s, &r)) || (st = rope_table(s, &r))) return st;
     double t = prof_start(s);

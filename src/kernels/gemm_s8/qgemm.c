@@ -253,8 +253,14 @@ bert8_status b8_qweight_pack(const int8_t *w, int64_t N, int64_t K, const float 
     else st = k->prepare(q, w, e);
     if (st == BERT8_OK) {
         q->w_scale = b8_calloc_aligned((size_t)q->Np, sizeof(float));
-        if (!q->w_scale) st = b8_fail(e, BERT8_ERR_NOMEM, "out of memory for weight scales");
+        q->wsum = b8_calloc_aligned((size_t)q->Np, sizeof(int32_t));
+        if (!q->w_scale || !q->wsum) st = b8_fail(e, BERT8_ERR_NOMEM, "out of memory for weight scales");
         else memcpy(q->w_scale, w_scale, (size_t)N * sizeof(float));
+    }
+    for (int64_t n = 0; st == BERT8_OK && n < N; n++) {
+        int32_t s = 0; /* |s| <= 128 * 65536 */
+        for (int64_t k = 0; k < K; k++) s += w[n * K + k];
+        q->wsum[n] = s;
     }
     if (st != BERT8_OK) {
         b8_qweight_free(q);
@@ -269,6 +275,7 @@ void b8_qweight_free(b8_qweight *w) {
     if (w->kernel && w->kernel->release) w->kernel->release(w);
     if (!w->in_arena) b8_free_aligned(w->packed);
     b8_free_aligned(w->comp);
+    b8_free_aligned(w->wsum);
     b8_free_aligned(w->w_scale);
     free(w);
 }
@@ -299,6 +306,14 @@ bert8_status b8_qweight_set_input_zero(b8_qweight *w, int32_t z, b8_err *e) {
     }
     b8_free_aligned(wt);
     return st;
+}
+
+/* Per-row zero points: acc stays within int32 for K <= 32768 with the +128 trick
+ * (32768 * 255 * 128 + 127 * 128 * 32768 < 2^31). */
+#define B8_ROW_ZERO_MAX_K 32768
+
+bool b8_qweight_takes_row_zero(const b8_qweight *w) {
+    return w && w->K <= B8_ROW_ZERO_MAX_K && (w->kernel->blis || w->kernel->prepare == b8_qgemm_oracle_prepare);
 }
 
 /* ---- the weight arena ---- */
@@ -457,6 +472,11 @@ static inline void tile(const run_plan *p, const uint8_t *a, const int8_t *wp, i
     if (pf) b->ukr_pf[rows](kg, a, wp, c, ldt, pc > 0, pf);
     else b->ukr[rows](kg, a, wp, c, ldt, pc > 0);
     if (pc != p->npc - 1) return;
+    if (p->ep && p->ep->a_zero) /* sum (A - z[m]) W = sum A W - z[m] * sum W */
+        for (int i = 0; i < rows; i++) {
+            const int32_t z = p->ep->a_zero[ir + i];
+            for (int j = 0; j < cols; j++) c[i * ldt + j] -= z * w->wsum[jr + j];
+        }
     if (p->ep) p->epilogue(c, ldt, rows, cols, ir, jr, w->comp, w->w_scale, p->ep);
     else
         b->store_s32(c, ldt, rows, cols, w->comp ? w->comp + jr : NULL, p->C + ir * p->ldc + jr,
@@ -678,6 +698,17 @@ bert8_status b8_qgemm(const int8_t *A, int64_t lda, int64_t M, const b8_qweight 
                        (double)ep->out_zp);
     if (ep->out_zp != 0.0f && !W->kernel->blis && W->kernel->prepare != b8_qgemm_oracle_prepare)
         return b8_fail(e, BERT8_ERR_UNSUPPORTED, "the %s INT8 GEMM takes no output zero point", W->kernel->name);
+    if (ep->a_zero) {
+        if (!ep->a_scale_per_row)
+            return b8_fail(e, BERT8_ERR_INVALID_ARG, "qgemm: a_zero (per-row zero points) needs a_scale_per_row");
+        if (!b8_qweight_takes_row_zero(W))
+            return b8_fail(e, BERT8_ERR_UNSUPPORTED, "the %s INT8 GEMM takes no per-row zero points%s", W->kernel->name,
+                           W->K > B8_ROW_ZERO_MAX_K ? " for K above 32768" : "");
+        for (int64_t m = 0; m < M; m++)
+            if (ep->a_zero[m] < -127 || ep->a_zero[m] > 127)
+                return b8_fail(e, BERT8_ERR_INVALID_ARG, "qgemm: a_zero[%lld] = %d is outside [-127, 127]",
+                               (long long)m, (int)ep->a_zero[m]);
+    }
     if (M == 0) return BERT8_OK;
     if (W->kernel->blis) return run_blis(A, lda, M, W, ep, NULL, 0, ws, e);
     st = W->kernel->run(A, lda, M, W, ep, NULL, 0, e);

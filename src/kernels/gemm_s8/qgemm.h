@@ -9,7 +9,9 @@
  * W is [N][K] (out x in, PyTorch layout), int8 symmetric per output channel (w_scale[n]);
  * A is int8, per tensor (one a_scale, static calibration) or per row (a_scale[m], dynamic); a
  * static A may carry a zero point z (x ~ a_scale * (q - z), b8_qweight_set_input_zero), so
- * that a one-sided range (a GELU output) uses all 255 levels: acc then sums (A - z) W.
+ * that a one-sided range (a GELU output) uses all 255 levels: acc then sums (A - z) W. A
+ * per-row A may carry a zero point per row the same way (b8_qepilogue.a_zero, the dynamic
+ * asymmetric quantizer's): acc[m][n] = sum_k (A[m][k] - a_zero[m]) W[n][k], exactly.
  * The weights are packed once by b8_qweight_pack into the layout of the kernel chosen for
  * their shape; b8_qgemm then runs on the process-wide OpenMP pool.
  *
@@ -33,6 +35,9 @@ typedef struct b8_qweight b8_qweight;
 typedef struct b8_qepilogue {
     const float *a_scale; /* activation scale: 1 value, or M values when a_scale_per_row */
     int a_scale_per_row;
+    /* [M] per-row zero points of A in [-127, 127] (only with a_scale_per_row), or NULL: acc
+     * then sums (A - a_zero[m]) W. Only the kernels b8_qweight_takes_row_zero accepts. */
+    const int32_t *a_zero;
     const float *bias;    /* [N] or NULL */
     b8_act act;           /* NONE, GELU, GELU_TANH or RELU */
     const float *residual; /* [M][ld_res] added after the activation, or NULL; may equal out_f32 */
@@ -64,6 +69,10 @@ void b8_qweight_free(b8_qweight *w); /* NULL is a no-op */
  * then compute sum_k (A[m][k] - z) W[n][k], exactly (z * sum_k W[n][k] joins the int32 column
  * compensation). Set once, before use; BERT8_ERR_UNSUPPORTED for the oneDNN backend. */
 bert8_status b8_qweight_set_input_zero(b8_qweight *w, int32_t z, b8_err *e);
+/* Whether b8_qgemm takes per-row zero points of A (b8_qepilogue.a_zero) with these weights:
+ * bert8's own kernels do, for K up to 32768 (the int32 accumulators stay exact); oneDNN does
+ * not. */
+bool b8_qweight_takes_row_zero(const b8_qweight *w);
 
 /* One block of memory for the packed weights of many layers, on 2 MiB-aligned pages that Linux is
  * advised to back with transparent huge pages (madvise): a forward pass streams every layer's

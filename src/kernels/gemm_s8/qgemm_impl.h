@@ -74,6 +74,7 @@ struct b8_qweight {
     int32_t *comp;      /* [Np] (128 + in_zero) * sum_k W[n][k] (in_zero * sum without the
                            +128 trick), or NULL when both are 0 */
     int32_t in_zero;    /* the zero point of A (b8_qweight_set_input_zero) */
+    int32_t *wsum;      /* [Np] sum_k W[n][k] (0 past N): per-row zero points of A */
     int8_t *packed;     /* BLIS kernels: [Np/nr][Kp/kq][nr][kq]; oracle: W copy [N][K] */
     size_t packed_bytes;
     int in_arena;       /* packed lies in a b8_qarena (b8_qweights_gather), not freed with w */

@@ -276,7 +276,7 @@ bert8_status b8_qgemm_oracle_run(const int8_t *A, int64_t lda, int64_t M, const 
             int32_t s = 0;
             for (int64_t k = 0; k < K; k++)
                 s += (int32_t)A[m * lda + k] * (int32_t)w->packed[n * K + k];
-            acc[n] = s;
+            acc[n] = s - (ep && ep->a_zero ? ep->a_zero[m] * w->wsum[n] : 0);
         }
         /* Columns in chunks so the int `cols` of the epilogue cannot overflow. */
         for (int64_t n0 = 0; n0 < N; n0 += 1 << 20) {

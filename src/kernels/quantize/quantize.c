@@ -39,6 +39,28 @@ void b8_quantize_dynamic__scalar(const float *x, int64_t ldx, int64_t rows, int6
     }
 }
 
+void b8_quantize_dynamic_zp__scalar(const float *x, int64_t ldx, int64_t rows, int64_t n,
+                                    const float *mul, int8_t *q, int64_t ldq, float *row_scale,
+                                    int32_t *row_zero) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * ldx;
+        float lo = 0.0f, hi = 0.0f;
+        for (int64_t j = 0; j < n; j++) {
+            float v = mul ? xr[j] * mul[j] : xr[j];
+            lo = v < lo ? v : lo; /* NaN keeps lo and hi, as minps/maxps with v first */
+            hi = v > hi ? v : hi;
+        }
+        float s, inv, z;
+        b8_qzp_params(lo, hi, &s, &inv, &z);
+        row_scale[r] = s;
+        row_zero[r] = (int32_t)z;
+        for (int64_t j = 0; j < n; j++) {
+            float v = mul ? xr[j] * mul[j] : xr[j];
+            q[r * ldq + j] = b8_q8(fmaf(v, inv, z));
+        }
+    }
+}
+
 /* Mean and rstd in the shared order: lane j % 16, a lane past the row end adds 0 (as the
  * masked SIMD loads do), lanes summed 0..15. */
 static void ln_stats(const float *xr, int64_t n, float eps, float *mean_out, float *rstd_out) {
@@ -92,10 +114,15 @@ void b8_layernorm_quantize__scalar(const float *x, int64_t ldx, int64_t rows, in
 QUANT_TABLE("quantize_static", quantize_static)
 QUANT_TABLE("quantize_dynamic", quantize_dynamic)
 QUANT_TABLE("layernorm_quantize", layernorm_quantize)
+QUANT_TABLE("quantize_dynamic_zp", quantize_dynamic_zp)
 #undef QUANT_TABLE
 
 b8_quantize_dynamic_fn b8_quantize_dynamic_best(void) {
     return (b8_quantize_dynamic_fn)b8_dispatch(&b8_op_quantize_dynamic)->fn;
+}
+
+b8_quantize_dynamic_zp_fn b8_quantize_dynamic_zp_best(void) {
+    return (b8_quantize_dynamic_zp_fn)b8_dispatch(&b8_op_quantize_dynamic_zp)->fn;
 }
 
 b8_layernorm_quantize_fn b8_layernorm_quantize_best(void) {
@@ -112,6 +139,7 @@ typedef struct qjob {
     float inv_scale, zero;
     int8_t *q;
     float *row_scale;
+    int32_t *row_zero;
     const b8_ln_quant *lnq;
     const float *g, *b;
     float eps;
@@ -141,6 +169,21 @@ void b8_quantize_dynamic(const float *x, int64_t ldx, int64_t rows, int64_t n, c
                          int8_t *q, int64_t ldq, float *row_scale) {
     qjob j = {.x = x, .ldx = ldx, .n = n, .ldq = ldq, .mul = mul, .q = q, .row_scale = row_scale};
     b8_par_for(rows, ROW_BLOCK, b8_par_threads_for(rows * n, PAR_ELEMS), dynamic_rows, &j);
+}
+
+static void dynamic_zp_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
+    (void)slot;
+    const qjob *j = ctx;
+    b8_quantize_dynamic_zp_fn f = b8_quantize_dynamic_zp_best();
+    f(j->x + r0 * j->ldx, j->ldx, r1 - r0, j->n, j->mul, j->q + r0 * j->ldq, j->ldq, j->row_scale + r0,
+      j->row_zero + r0);
+}
+
+void b8_quantize_dynamic_zp(const float *x, int64_t ldx, int64_t rows, int64_t n, const float *mul,
+                            int8_t *q, int64_t ldq, float *row_scale, int32_t *row_zero) {
+    qjob j = {.x = x, .ldx = ldx, .n = n, .ldq = ldq, .mul = mul, .q = q, .row_scale = row_scale,
+              .row_zero = row_zero};
+    b8_par_for(rows, ROW_BLOCK, b8_par_threads_for(rows * n, PAR_ELEMS), dynamic_zp_rows, &j);
 }
 
 static void ln_quant_rows(void *ctx, int64_t r0, int64_t r1, int slot) {

@@ -66,6 +66,35 @@ T256 void b8_quantize_dynamic__avx2(const float *x, int64_t ldx, int64_t rows, i
     }
 }
 
+T256 void b8_quantize_dynamic_zp__avx2(const float *x, int64_t ldx, int64_t rows, int64_t n,
+                                       const float *mul, int8_t *q, int64_t ldq, float *row_scale,
+                                       int32_t *row_zero) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * ldx;
+        /* lanes past the row end load 0, which the range holds anyway */
+        __m256 vlo = _mm256_setzero_ps(), vhi = _mm256_setzero_ps();
+        for (int64_t j = 0; j < n; j += 8) {
+            const __m256 v = load_v(xr, mul, j, n);
+            vlo = _mm256_min_ps(v, vlo);
+            vhi = _mm256_max_ps(v, vhi);
+        }
+        float l[8], h[8], lo = 0.0f, hi = 0.0f;
+        _mm256_storeu_ps(l, vlo);
+        _mm256_storeu_ps(h, vhi);
+        for (int i = 0; i < 8; i++) {
+            lo = l[i] < lo ? l[i] : lo;
+            hi = h[i] > hi ? h[i] : hi;
+        }
+        float s, iv, z;
+        b8_qzp_params(lo, hi, &s, &iv, &z);
+        row_scale[r] = s;
+        row_zero[r] = (int32_t)z;
+        const __m256 inv = _mm256_set1_ps(iv), zp = _mm256_set1_ps(z);
+        for (int64_t j = 0; j < n; j += 8)
+            store_q(q + r * ldq + j, n - j, _mm256_fmadd_ps(load_v(xr, mul, j, n), inv, zp));
+    }
+}
+
 static inline T256 float sum_lanes(__m256 lo, __m256 hi) {
     float l[LANES];
     _mm256_storeu_ps(l, lo);

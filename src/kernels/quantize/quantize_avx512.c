@@ -68,6 +68,48 @@ T512 void b8_quantize_dynamic__avx512(const float *x, int64_t ldx, int64_t rows,
     for (; r < rows; r++) quant_dyn_rows(1, x + r * ldx, ldx, n, mul, q + r * ldq, ldq, row_scale + r);
 }
 
+/* The zero-point variant: each row's min and max chains, then fma(v, 1 / s, z). */
+static inline __attribute__((always_inline)) T512 void
+quant_dyn_zp_rows(const int rows, const float *x, int64_t ldx, int64_t n, const float *mul, int8_t *q,
+                  int64_t ldq, float *row_scale, int32_t *row_zero) {
+    __m512 vlo[4], vhi[4], inv[4], zp[4];
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++) vlo[r] = vhi[r] = _mm512_setzero_ps();
+    for (int64_t j = 0; j < n; j += LANES) {
+        const __mmask16 k = tail(n - j);
+#pragma GCC unroll 4
+        for (int r = 0; r < rows; r++) {
+            const __m512 v = load_v(x + r * ldx, mul, j, k);
+            vlo[r] = _mm512_min_ps(v, vlo[r]);
+            vhi[r] = _mm512_max_ps(v, vhi[r]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++) {
+        float s, iv, z;
+        b8_qzp_params(_mm512_reduce_min_ps(vlo[r]), _mm512_reduce_max_ps(vhi[r]), &s, &iv, &z);
+        row_scale[r] = s;
+        row_zero[r] = (int32_t)z;
+        inv[r] = _mm512_set1_ps(iv);
+        zp[r] = _mm512_set1_ps(z);
+    }
+    for (int64_t j = 0; j < n; j += LANES) {
+        const __mmask16 k = tail(n - j);
+#pragma GCC unroll 4
+        for (int r = 0; r < rows; r++)
+            store_q(q + r * ldq + j, k, _mm512_fmadd_ps(load_v(x + r * ldx, mul, j, k), inv[r], zp[r]));
+    }
+}
+
+T512 void b8_quantize_dynamic_zp__avx512(const float *x, int64_t ldx, int64_t rows, int64_t n,
+                                         const float *mul, int8_t *q, int64_t ldq, float *row_scale,
+                                         int32_t *row_zero) {
+    int64_t r = 0;
+    for (; r + 4 <= rows; r += 4)
+        quant_dyn_zp_rows(4, x + r * ldx, ldx, n, mul, q + r * ldq, ldq, row_scale + r, row_zero + r);
+    for (; r < rows; r++) quant_dyn_zp_rows(1, x + r * ldx, ldx, n, mul, q + r * ldq, ldq, row_scale + r, row_zero + r);
+}
+
 /* `rows` rows (a constant at each caller) at once: ln_avx512.h's statistics, then the rows. */
 static inline __attribute__((always_inline)) T512 void
 ln_quant_rows(const int rows, const float *x, int64_t ldx, int64_t n, const b8_ln_quant *p, float *y, int8_t *q,
