@@ -177,14 +177,14 @@ static double hidden_error(bert8_session *sf, bert8_session *sq, golden_set *cs)
 }
 
 /* A dynamic FFN-out quantizes its input (the GELU output) with a zero point per token: the
- * hidden states move closer to FP32 than with the symmetric per-token scale that a session made
- * under BERT8_FFN_OUT_ZERO_POINT=0 still uses. */
+ * hidden states move closer to FP32 than with the symmetric per-token scale that a model
+ * quantized under BERT8_FFN_OUT_ZERO_POINT=0 still uses (same calibration, same weights). */
 TEST(dynamic_ffn_out_zero_points_bring_int8_closer_to_fp32) {
     const char *names[] = {"bert_model", "distilbert_model", "xlmr_model"};
     char rel[256], err[1024];
     for (size_t n = 0; n < sizeof names / sizeof *names; n++) {
         snprintf(rel, sizeof rel, "golden/models/%s", names[n]);
-        bert8_model *f = NULL, *q = NULL;
+        bert8_model *f = NULL, *qz = NULL, *qs = NULL;
         CHECKF(bert8_model_load(tu_shared_path(rel), NULL, &f, err, sizeof err) == BERT8_OK, "%s", err);
         if (!f) continue;
         golden_set cs;
@@ -193,15 +193,16 @@ TEST(dynamic_ffn_out_zero_points_bring_int8_closer_to_fp32) {
         p.scheme = BERT8_SCHEME_DYNAMIC;
         p.alpha = 0.5f;
         p.int8_attention = 0;
-        CHECKF(bert8_quantize(f, cs.b, (size_t)cs.n, &p, &q, err, sizeof err) == BERT8_OK, "%s", err);
+        unsetenv("BERT8_FFN_OUT_ZERO_POINT");
+        CHECKF(bert8_quantize(f, cs.b, (size_t)cs.n, &p, &qz, err, sizeof err) == BERT8_OK, "%s", err);
+        setenv("BERT8_FFN_OUT_ZERO_POINT", "0", 1);
+        CHECKF(bert8_quantize(f, cs.b, (size_t)cs.n, &p, &qs, err, sizeof err) == BERT8_OK, "%s", err);
+        unsetenv("BERT8_FFN_OUT_ZERO_POINT");
         bert8_session *sf = NULL, *sz = NULL, *ss = NULL;
         bert8_session_create(f, &sf);
-        unsetenv("BERT8_FFN_OUT_ZERO_POINT");
-        bert8_session_create(q, &sz);
-        setenv("BERT8_FFN_OUT_ZERO_POINT", "0", 1);
-        bert8_session_create(q, &ss);
-        unsetenv("BERT8_FFN_OUT_ZERO_POINT");
-        if (q && sf && sz && ss) {
+        bert8_session_create(qz, &sz);
+        bert8_session_create(qs, &ss);
+        if (sf && sz && ss) {
             const double ez = hidden_error(sf, sz, &cs), es = hidden_error(sf, ss, &cs);
             printf("  %s: sum of 1 - cosine over %d cases: %.3g with zero points, %.3g symmetric (%.2fx)\n",
                    names[n], cs.n, ez, es, ez / es);
@@ -210,7 +211,8 @@ TEST(dynamic_ffn_out_zero_points_bring_int8_closer_to_fp32) {
         bert8_session_free(sf);
         bert8_session_free(sz);
         bert8_session_free(ss);
-        bert8_model_free(q);
+        bert8_model_free(qz);
+        bert8_model_free(qs);
         golden_set_free(&cs);
         bert8_model_free(f);
     }

@@ -37,8 +37,6 @@ bert8_status bert8_session_create(const bert8_model *model, bert8_session **out)
     bert8_session *s = calloc(1, sizeof *s);
     if (!s) return BERT8_ERR_NOMEM;
     s->model = model;
-    const char *zp = getenv("BERT8_FFN_OUT_ZERO_POINT");
-    s->ffn_out_zp = !(zp && !strcmp(zp, "0"));
     *out = s;
     return BERT8_OK;
 }
@@ -222,7 +220,7 @@ static void ln_rows(void *ctx, int64_t m0, int64_t m1) {
  * zero point per row when its kernel takes them: the row's range, not twice its largest
  * magnitude, then spans the 255 levels, which halves the step on a GELU output. */
 static bool ffn_out_row_zero(const bert8_session *s, const b8_qlinear *q) {
-    return s->ffn_out_zp && q && q->mode == B8_QMODE_DYNAMIC && b8_qweight_takes_row_zero(q->packed);
+    return !s->model->ffn_out_symmetric && q && q->mode == B8_QMODE_DYNAMIC && b8_qweight_takes_row_zero(q->packed);
 }
 
 /* FFN-in's fp32 output rows [m0, m1) (s->ffn, row stride I) quantized per row for a dynamic

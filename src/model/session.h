@@ -22,10 +22,6 @@ struct bert8_session {
     /* int8 activations of the Linear inputs ([M][H] and [M][I]) and their per-row scales */
     b8_buf xq, hq, rowscale, rowscale2;
     b8_buf rowzero2; /* int32 [M]: the per-token FFN-out input's zero points */
-    /* A dynamic FFN-out's input quantized with a zero point per row (the default); false with
-     * BERT8_FFN_OUT_ZERO_POINT=0 in the environment when the session was made: symmetric, as
-     * before 2026-12-04 (for A/B measurements) */
-    bool ffn_out_zp;
     b8_buf qkvq;    /* INT8 attention: int8 Q|K|V [M][3H] */
     b8_buf att;     /* attention scratch, one slice per thread */
     b8_buf gemm_ws; /* INT8 GEMM scratch (packed activations, tiles) */

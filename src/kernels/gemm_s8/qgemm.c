@@ -5,6 +5,7 @@
 
 #include "base/pool.h"
 
+#include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -407,6 +408,49 @@ int64_t b8_qweight_k(const b8_qweight *w) { return w ? w->K : 0; }
 
 /* ---- the macro-kernel ---- */
 
+/* A tile's correction for per-row zero points of A: c[i][j] -= z[i] * wsum[j], i < rows,
+ * j < cols (exact int32: b8_qgemm keeps K within B8_ROW_ZERO_MAX_K). The SIMD twins do the same
+ * integer operations, so every twin gives the same tile. */
+typedef void (*b8_row_zero_fn)(int32_t *c, size_t ldt, int rows, int cols, const int32_t *z, const int32_t *wsum);
+
+static void row_zero__scalar(int32_t *c, size_t ldt, int rows, int cols, const int32_t *z, const int32_t *wsum) {
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) c[i * ldt + j] -= z[i] * wsum[j];
+}
+
+__attribute__((target("avx2"))) static void row_zero__avx2(int32_t *c, size_t ldt, int rows, int cols,
+                                                           const int32_t *z, const int32_t *wsum) {
+    for (int i = 0; i < rows; i++) {
+        const __m256i zi = _mm256_set1_epi32(z[i]);
+        int j = 0;
+        for (; j + 8 <= cols; j += 8) {
+            __m256i *d = (__m256i *)(c + i * ldt + j);
+            const __m256i w = _mm256_loadu_si256((const __m256i *)(wsum + j));
+            _mm256_storeu_si256(d, _mm256_sub_epi32(_mm256_loadu_si256(d), _mm256_mullo_epi32(zi, w)));
+        }
+        for (; j < cols; j++) c[i * ldt + j] -= z[i] * wsum[j];
+    }
+}
+
+__attribute__((target("avx512f"))) static void row_zero__avx512(int32_t *c, size_t ldt, int rows, int cols,
+                                                                const int32_t *z, const int32_t *wsum) {
+    for (int i = 0; i < rows; i++) {
+        const __m512i zi = _mm512_set1_epi32(z[i]);
+        for (int j = 0; j < cols; j += 16) {
+            const __mmask16 k = cols - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (cols - j)) - 1);
+            int32_t *d = c + i * ldt + j;
+            const __m512i w = _mm512_maskz_loadu_epi32(k, wsum + j);
+            _mm512_mask_storeu_epi32(d, k, _mm512_sub_epi32(_mm512_maskz_loadu_epi32(k, d), _mm512_mullo_epi32(zi, w)));
+        }
+    }
+}
+
+/* The twin the CPU (and BERT8_MAX_ISA) allows. */
+static b8_row_zero_fn pick_row_zero(void) {
+    const b8_isa level = b8_cpu_level();
+    return level >= B8_ISA_AVX512 ? row_zero__avx512 : level >= B8_ISA_AVX2 ? row_zero__avx2 : row_zero__scalar;
+}
+
 typedef struct run_plan {
     const b8_qblis *b;
     const b8_qweight *w;
@@ -414,6 +458,7 @@ typedef struct run_plan {
     int64_t lda, M;
     const b8_qepilogue *ep; /* NULL: raw int32 into C */
     b8_qepilogue_fn epilogue;
+    b8_row_zero_fn row_zero; /* ep->a_zero: the per-row zero points' correction of a tile */
     int32_t *C;
     int64_t ldc;
     uint8_t *apack;      /* ceil(M/mr) micro-panels of mr x Kp */
@@ -473,10 +518,7 @@ static inline void tile(const run_plan *p, const uint8_t *a, const int8_t *wp, i
     else b->ukr[rows](kg, a, wp, c, ldt, pc > 0);
     if (pc != p->npc - 1) return;
     if (p->ep && p->ep->a_zero) /* sum (A - z[m]) W = sum A W - z[m] * sum W */
-        for (int i = 0; i < rows; i++) {
-            const int32_t z = p->ep->a_zero[ir + i];
-            for (int j = 0; j < cols; j++) c[i * ldt + j] -= z * w->wsum[jr + j];
-        }
+        p->row_zero(c, ldt, rows, cols, p->ep->a_zero + ir, w->wsum + jr);
     if (p->ep) p->epilogue(c, ldt, rows, cols, ir, jr, w->comp, w->w_scale, p->ep);
     else
         b->store_s32(c, ldt, rows, cols, w->comp ? w->comp + jr : NULL, p->C + ir * p->ldc + jr,
@@ -579,6 +621,7 @@ static bert8_status run_blis(const int8_t *A, int64_t lda, int64_t M, const b8_q
                        w->kernel->name);
     run_plan p = {.b = b, .w = w, .A = A, .lda = lda, .M = M, .ep = ep, .C = C, .ldc = ldc};
     if (ep) p.epilogue = b->pick_epilogue(ep);
+    if (ep && ep->a_zero) p.row_zero = pick_row_zero();
     int mr = b->mr, nr = b->nr, kq = b->kq;
 
     p.npc = (w->Kp + bl->kc_max - 1) / bl->kc_max;
