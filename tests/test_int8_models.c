@@ -176,10 +176,10 @@ static double hidden_error(bert8_session *sf, bert8_session *sq, golden_set *cs)
     return sum;
 }
 
-/* A dynamic FFN-out quantizes its input (the GELU output) with a zero point per token: the
- * hidden states move closer to FP32 than with the symmetric per-token scale that a model
- * quantized under BERT8_FFN_OUT_ZERO_POINT=0 still uses (same calibration, same weights). */
-TEST(dynamic_ffn_out_zero_points_bring_int8_closer_to_fp32) {
+/* A dynamic scheme quantizes each group's input with a zero point per token: the hidden states
+ * move closer to FP32 than with the symmetric per-token scale that a model quantized under
+ * BERT8_DYNAMIC_ZERO_POINT=0 still uses (same calibration, same weights). */
+TEST(dynamic_zero_points_bring_int8_closer_to_fp32) {
     const char *names[] = {"bert_model", "distilbert_model", "xlmr_model"};
     char rel[256], err[1024];
     for (size_t n = 0; n < sizeof names / sizeof *names; n++) {
@@ -193,11 +193,11 @@ TEST(dynamic_ffn_out_zero_points_bring_int8_closer_to_fp32) {
         p.scheme = BERT8_SCHEME_DYNAMIC;
         p.alpha = 0.5f;
         p.int8_attention = 0;
-        unsetenv("BERT8_FFN_OUT_ZERO_POINT");
+        unsetenv("BERT8_DYNAMIC_ZERO_POINT");
         CHECKF(bert8_quantize(f, cs.b, (size_t)cs.n, &p, &qz, err, sizeof err) == BERT8_OK, "%s", err);
-        setenv("BERT8_FFN_OUT_ZERO_POINT", "0", 1);
+        setenv("BERT8_DYNAMIC_ZERO_POINT", "0", 1);
         CHECKF(bert8_quantize(f, cs.b, (size_t)cs.n, &p, &qs, err, sizeof err) == BERT8_OK, "%s", err);
-        unsetenv("BERT8_FFN_OUT_ZERO_POINT");
+        unsetenv("BERT8_DYNAMIC_ZERO_POINT");
         bert8_session *sf = NULL, *sz = NULL, *ss = NULL;
         bert8_session_create(f, &sf);
         bert8_session_create(qz, &sz);
@@ -477,7 +477,7 @@ TEST(damaged_input_zero_point_rejected) {
 
 int main(void) {
     RUN(int8_models_agree_with_fp32);
-    RUN(dynamic_ffn_out_zero_points_bring_int8_closer_to_fp32);
+    RUN(dynamic_zero_points_bring_int8_closer_to_fp32);
     RUN(quantized_folder_roundtrips);
     RUN(default_attention_is_int8_where_the_head_size_allows);
     RUN(corrupted_quantized_files_rejected);

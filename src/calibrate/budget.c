@@ -340,8 +340,7 @@ static bert8_status prepare_forms(search *S, const b8_calib *cs, bert8_budget_un
                 st = b8_quantize_group(w, b, n, k, ss, S->qp, b8_qmode_of_unit_mode(mode), b8_group_zero_ok(d->group),
                                        &S->forms[u][mode].q, S->e);
             }
-            if (!st) st = b8_group_output_error(w, n, k, ss, S->forms[u][lad[0]].q, b8_group_zero_ok(d->group),
-                                                     &units[u].output_error, S->e);
+            if (!st) st = b8_group_output_error(w, n, k, ss, S->forms[u][lad[0]].q, &units[u].output_error, S->e);
             if (owned) {
                 b8_free_aligned((void *)w);
                 b8_free_aligned((void *)b);

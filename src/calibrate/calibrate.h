@@ -51,19 +51,18 @@ bert8_status b8_quant_check(const bert8_model *fp32, const bert8_quant_params *p
 /* Quantizes one Linear group (FP32 W [n][k], bias [n]) in the given INT8 mode from the
  * statistics of its input site, with p's alpha (searched on the sampled rows when p->alpha < 0
  * with smoothing on). zero_point: a static input gets the calibrated asymmetric range
- * (b8_qlinear_set_range) instead of the symmetric one; a dynamic input is scored (the alpha
- * search) with the per-row zero point the forward pass then gives it. */
+ * (b8_qlinear_set_range) instead of the symmetric one. A dynamic input is scored (the alpha
+ * search) with the per-row zero point the forward pass gives it. */
 bert8_status b8_quantize_group(const float *w, const float *b, int64_t n, int64_t k, const b8_site_stats *ss,
                                const bert8_quant_params *p, b8_qmode mode, bool zero_point, b8_qlinear **out,
                                b8_err *e);
 
 
 /* The relative output error ||Y_q - Y||^2 / ||Y||^2 of INT8 Linear q against FP32 W on the
- * site's sampled rows (bias left out of both). Needs samples (b8_calib_init with samples).
- * zero_point: as b8_quantize_group's; a dynamic q is then emulated with a zero point per row,
- * as the forward pass quantizes a dynamic FFN-out's input. */
+ * site's sampled rows (bias left out of both). Needs samples (b8_calib_init with samples). A
+ * dynamic q is emulated with a zero point per row, as the forward pass quantizes it. */
 bert8_status b8_group_output_error(const float *w, int64_t n, int64_t k, const b8_site_stats *ss, const b8_qlinear *q,
-                                   bool zero_point, double *rel, b8_err *e);
+                                   double *rel, b8_err *e);
 
 /* Whether p asks for an INT8 attention in any of `layers` layers (int8_attention, or an attention
  * unit of unit_modes). */

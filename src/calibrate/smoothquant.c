@@ -20,10 +20,9 @@ bert8_quant_params bert8_default_quant_params(void) {
 }
 
 /* Output error of one candidate on the sampled rows: || X W^T - dq(q(X/s)) dq(q(W s))^T ||^2.
- * A dynamic q quantizes each row as the forward pass does: symmetric, or with row_zero with a
- * zero point per row (the FFN-out input, forward.c). */
+ * A dynamic q quantizes each row as the forward pass does: with a zero point per row. */
 static bert8_status candidate_error(int64_t n, int64_t k, const b8_site_stats *ss, const float *yref,
-                                    const b8_qlinear *q, bool row_zero, double *err, b8_err *e) {
+                                    const b8_qlinear *q, double *err, b8_err *e) {
     const int64_t S = ss->kept;
     float *wd = b8_malloc_aligned((size_t)(n * k) * sizeof(float));
     float *xd = b8_malloc_aligned((size_t)(S * k) * sizeof(float));
@@ -39,7 +38,7 @@ static bert8_status candidate_error(int64_t n, int64_t k, const b8_site_stats *s
     for (int64_t r = 0; r < S; r++) {
         const float *xr = ss->sample + r * k;
         float a = q->a_scale, z = q->a_zero;
-        if (q->mode == B8_QMODE_DYNAMIC && row_zero) {
+        if (q->mode == B8_QMODE_DYNAMIC) {
             float lo = 0, hi = 0, inv;
             for (int64_t j = 0; j < k; j++) {
                 const float v = xr[j] / q->smooth[j];
@@ -47,11 +46,6 @@ static bert8_status candidate_error(int64_t n, int64_t k, const b8_site_stats *s
                 hi = v > hi ? v : hi;
             }
             b8_qzp_params(lo, hi, &a, &inv, &z);
-        } else if (q->mode == B8_QMODE_DYNAMIC) {
-            float m = 0;
-            for (int64_t j = 0; j < k; j++) m = fmaxf(m, fabsf(xr[j] / q->smooth[j]));
-            a = m > 0 ? m / 127.0f : 1.0f;
-            z = 0.0f;
         }
         for (int64_t j = 0; j < k; j++) xd[r * k + j] = ((float)b8_q8(xr[j] / q->smooth[j] / a + z) - z) * a;
     }
@@ -73,7 +67,7 @@ out:
 }
 
 bert8_status b8_group_output_error(const float *w, int64_t n, int64_t k, const b8_site_stats *ss, const b8_qlinear *q,
-                                   bool zero_point, double *rel, b8_err *e) {
+                                   double *rel, b8_err *e) {
     *rel = NAN;
     if (ss->kept == 0 || !ss->sample)
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "the output error needs sampled calibration rows");
@@ -87,7 +81,7 @@ bert8_status b8_group_output_error(const float *w, int64_t n, int64_t k, const b
     double err = 0, ref = 0;
     if (!yref) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory for the output error");
     if ((st = b8_sgemm_w_pack(w, NULL, n, k, B8_ACT_NONE, false, &pw, e)) ||
-        (st = b8_sgemm(pw, ss->sample, k, S, yref, n, e)) || (st = candidate_error(n, k, ss, yref, q, zero_point, &err, e)))
+        (st = b8_sgemm(pw, ss->sample, k, S, yref, n, e)) || (st = candidate_error(n, k, ss, yref, q, &err, e)))
         goto done;
     for (int64_t i = 0; i < S * n; i++) ref += (double)yref[i] * yref[i];
     *rel = ref > 0 ? err / ref : err;
@@ -130,7 +124,7 @@ bert8_status b8_quantize_group(const float *w, const float *b, int64_t n, int64_
         b8_qlinear *q = NULL;
         double err = INFINITY;
         if ((st = make_group(w, b, n, k, ss, ALPHA_GRID[i], mode, wb, zero_point, &q, e)) ||
-            (st = candidate_error(n, k, ss, yref, q, zero_point, &err, e))) {
+            (st = candidate_error(n, k, ss, yref, q, &err, e))) {
             b8_qlinear_free(q);
             b8_qlinear_free(best);
             best = NULL;

@@ -44,7 +44,7 @@ bert8_status bert8_session_create(const bert8_model *model, bert8_session **out)
 void bert8_session_free(bert8_session *s) {
     if (!s) return;
     b8_buf *bufs[] = {&s->x,     &s->qkv,    &s->ctx,   &s->ffn,   &s->xq,     &s->hq, &s->qkvq,
-                      &s->rowscale, &s->rowscale2, &s->rowzero2, &s->att, &s->gemm_ws, &s->relb, &s->relidx, &s->mlm, &s->rope,
+                      &s->rowscale, &s->rowscale2, &s->rowzero2, &s->rowzero, &s->att, &s->gemm_ws, &s->relb, &s->relidx, &s->mlm, &s->rope,
                       &s->rope_local, &s->gate,
                       &s->starts, &s->first,
                       &s->pooled, &s->tmp,   &s->logits, &s->start, &s->end};
@@ -185,6 +185,8 @@ static bert8_status make_rows(bert8_session *s, const input *bt, rows *r) {
 
 /* ---- layers -------------------------------------------------------------------------------- */
 
+static bool row_zero(const bert8_session *s, const b8_qlinear *q);
+
 /* A LayerNorm of the hidden state s->x in place; when the Linear it feeds (next) runs INT8, the
  * same pass also writes that Linear's smoothed int8 input into s->xq: with its static scale
  * folded into the LayerNorm, or with a scale per row (dynamic) into s->rowscale. */
@@ -206,8 +208,12 @@ static void ln_rows(void *ctx, int64_t m0, int64_t m1) {
     /* s->xq and s->rowscale exist only when the model has INT8 groups */
     if (next && next->mode == B8_QMODE_DYNAMIC) {
         b8_layernorm_rows_best()(x, x, n, H, j->g, j->b, c->layer_norm_eps);
-        b8_quantize_dynamic_best()(x, H, n, H, next->in_mul, (int8_t *)s->xq.p + m0 * H, H,
-                                   (float *)s->rowscale.p + m0);
+        if (row_zero(s, next))
+            b8_quantize_dynamic_zp_best()(x, H, n, H, next->in_mul, (int8_t *)s->xq.p + m0 * H, H,
+                                          (float *)s->rowscale.p + m0, (int32_t *)s->rowzero.p + m0);
+        else
+            b8_quantize_dynamic_best()(x, H, n, H, next->in_mul, (int8_t *)s->xq.p + m0 * H, H,
+                                       (float *)s->rowscale.p + m0);
     } else if (!next || next->mode != B8_QMODE_STATIC || !next->ln_qg) {
         b8_layernorm_rows_best()(x, x, n, H, j->g, j->b, c->layer_norm_eps);
     } else {
@@ -216,11 +222,12 @@ static void ln_rows(void *ctx, int64_t m0, int64_t m1) {
     }
 }
 
-/* A dynamic FFN-out quantizes its input (the GELU or GLU output, one-sided or nearly so) with a
- * zero point per row when its kernel takes them: the row's range, not twice its largest
- * magnitude, then spans the 255 levels, which halves the step on a GELU output. */
-static bool ffn_out_row_zero(const bert8_session *s, const b8_qlinear *q) {
-    return !s->model->ffn_out_symmetric && q && q->mode == B8_QMODE_DYNAMIC && b8_qweight_takes_row_zero(q->packed);
+/* A dynamic (per-token) group quantizes its input with a zero point per row when its kernel
+ * takes them: the row's range, not twice its largest magnitude, then spans the 255 levels,
+ * which halves the step on a one-sided row (FFN-out's GELU output) and narrows it on a skewed
+ * one (a LayerNorm output with its beta). */
+static bool row_zero(const bert8_session *s, const b8_qlinear *q) {
+    return !s->model->dyn_symmetric && q && q->mode == B8_QMODE_DYNAMIC && b8_qweight_takes_row_zero(q->packed);
 }
 
 /* FFN-in's fp32 output rows [m0, m1) (s->ffn, row stride I) quantized per row for a dynamic
@@ -285,7 +292,10 @@ static void prenorm_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
             continue;
         }
         b8_layernorm_rows_best()(x + r * H, j->out + r * H, 1, H, j->g, j->b, c->layer_norm_eps);
-        if (dyn)
+        if (dyn && row_zero(s, next))
+            b8_quantize_dynamic_zp_best()(j->out + r * H, H, 1, H, next->in_mul, (int8_t *)s->xq.p + r * H, H,
+                                          (float *)s->rowscale.p + r, (int32_t *)s->rowzero.p + r);
+        else if (dyn)
             b8_quantize_dynamic_best()(j->out + r * H, H, 1, H, next->in_mul, (int8_t *)s->xq.p + r * H, H,
                                        (float *)s->rowscale.p + r);
     }
@@ -331,8 +341,8 @@ static bert8_status run_group(bert8_session *s, const b8_layer *ly, int64_t M, c
         return b8_sgemm(ly->f32[c->g], c->x, k, M, c->out_f32, c->ldc, &s->err);
     }
     const bool dyn = q->mode == B8_QMODE_DYNAMIC;
-    const bool zp = c->g == B8_GROUP_FFN_OUT && ffn_out_row_zero(s, q);
-    int32_t *rowzero = zp ? s->rowzero2.p : NULL;
+    const bool zp = row_zero(s, q);
+    int32_t *rowzero = !zp ? NULL : c->g == B8_GROUP_FFN_OUT ? s->rowzero2.p : s->rowzero.p;
     const int8_t *xq = c->xq;
     if (!xq) {
         if (zp) b8_quantize_dynamic_zp(c->x, q->k, M, q->k, q->in_mul, c->qbuf, q->k, c->rowscale, rowzero);
@@ -836,7 +846,7 @@ static bert8_status ffn(bert8_session *s, const rows *r, const b8_layer *ly, int
      * them, instead of a pass of its own over the M x I floats */
     const bool fused_h = qi && qo && qo->mode == B8_QMODE_STATIC && !s->observe;
     const bool dyn_h = qi && qo && qo->mode == B8_QMODE_DYNAMIC && !s->observe;
-    hq_job hj = {s, I, qo ? qo->in_mul : NULL, ffn_out_row_zero(s, qo)};
+    hq_job hj = {s, I, qo ? qo->in_mul : NULL, row_zero(s, qo)};
     gcall ic = {B8_GROUP_FFN_IN, xin, ln_ready(s, qi), s->xq.p, s->rowscale.p, fused_h ? NULL : h, I,
                 fused_h ? s->hq.p : NULL, fused_h ? qo->in_mul : NULL, fused_h ? qo->a_zero : 0.0f,
                 dyn_h ? hq_rows : NULL, &hj};
@@ -997,7 +1007,8 @@ static bert8_status forward_rows(bert8_session *s, const input *bt, bert8_output
          (st = b8_buf_reserve(&s->qkvq, (size_t)M, (size_t)(3 * H), e)) ||
          (st = b8_buf_reserve(&s->rowscale, (size_t)M, sizeof(float), e)) ||
          (st = b8_buf_reserve(&s->rowscale2, (size_t)M, sizeof(float), e)) ||
-         (st = b8_buf_reserve(&s->rowzero2, (size_t)M, sizeof(int32_t), e))))
+         (st = b8_buf_reserve(&s->rowzero2, (size_t)M, sizeof(int32_t), e)) ||
+         (st = b8_buf_reserve(&s->rowzero, (size_t)M, sizeof(int32_t), e))))
         return st;
     if ((st = rel_table(s, &r)) || (st = rel_index(s, &r)) || (st = rope_table(s, &r))) return st;
     double t = prof_start(s);

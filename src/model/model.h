@@ -74,10 +74,10 @@ struct bert8_model {
     int8_t *own_emb_q;          /* the int8 rows and scales when the model made them (quantize) */
     float *own_emb_scale;
     b8_qarena *qarena;          /* the packed INT8 weights of every layer (b8_model_prepare_int8) */
-    /* A dynamic FFN-out's input is quantized with a zero point per token (forward.c); true when
-     * BERT8_FFN_OUT_ZERO_POINT=0 was in the environment at b8_model_prepare_int8: the
+    /* A per-token (dynamic) input is quantized with a zero point per token (forward.c); true
+     * when BERT8_DYNAMIC_ZERO_POINT=0 was in the environment at b8_model_prepare_int8: the
      * symmetric per-token scale of the versions before 2026-12-04, for A/B measurements */
-    bool ffn_out_symmetric;
+    bool dyn_symmetric;
     /* LoRA (model/lora.h): the task folded into the weights ("" for none) and the weights it
      * changed, by module name ("<base>" of "<base>.parametrizations.weight.original"), for
      * bert8_model_save to write under "<base>.weight" */

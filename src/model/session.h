@@ -21,7 +21,9 @@ struct bert8_session {
     b8_buf x, qkv, ctx, ffn;
     /* int8 activations of the Linear inputs ([M][H] and [M][I]) and their per-row scales */
     b8_buf xq, hq, rowscale, rowscale2;
-    b8_buf rowzero2; /* int32 [M]: the per-token FFN-out input's zero points */
+    /* int32 [M]: the zero points of a per-token input (row_zero, forward.c): rowzero with
+     * rowscale, rowzero2 with rowscale2 (FFN-out) */
+    b8_buf rowzero, rowzero2;
     b8_buf qkvq;    /* INT8 attention: int8 Q|K|V [M][3H] */
     b8_buf att;     /* attention scratch, one slice per thread */
     b8_buf gemm_ws; /* INT8 GEMM scratch (packed activations, tiles) */
