@@ -95,7 +95,7 @@ typedef enum bert8_head {
 
 typedef enum bert8_scheme {
     BERT8_SCHEME_STATIC,  /* int8 activations per tensor, scales calibrated ahead of time */
-    BERT8_SCHEME_DYNAMIC  /* int8 activations per token, scales computed on the fly */
+    BERT8_SCHEME_DYNAMIC  /* int8 activations per token, scale and zero point computed on the fly */
 } bert8_scheme;
 
 typedef struct bert8_model_info {
@@ -262,7 +262,7 @@ bert8_status bert8_measure_peaks(int threads, bert8_peaks *out);
 typedef enum bert8_unit_mode {
     BERT8_UNIT_FP32,         /* kept in FP32 */
     BERT8_UNIT_INT8_STATIC,  /* int8 weights; int8 activations with a calibrated scale per tensor */
-    BERT8_UNIT_INT8_DYNAMIC  /* int8 weights; int8 activations with a scale per token at run time */
+    BERT8_UNIT_INT8_DYNAMIC  /* int8 weights; int8 activations with a scale and a zero point per token at run time */
 } bert8_unit_mode;
 
 /* "fp32", "int8_static", "int8_dynamic" (the names quantization_config.json uses); "?" when out of
