@@ -1449,10 +1449,14 @@ static bool parse_unit_modes(const char *cmd, const char *spec, const bert8_mode
                              bert8_unit_mode *modes) {
     const int64_t U = bert8_model_unit_count(m);
     const bert8_unit_mode lin = p->scheme == BERT8_SCHEME_STATIC ? BERT8_UNIT_INT8_STATIC : BERT8_UNIT_INT8_DYNAMIC;
+    /* units not named keep what bert8_quantize makes of them without --unit-modes: the scheme's
+     * mode, the static scheme's FFN-out per token (unless --ffn-out static) */
     for (int64_t u = 0; u < U; u++) {
         bert8_unit_info ui;
         if (bert8_model_unit(m, u, &ui)) return false;
-        modes[u] = !strcmp(ui.kind, "attention") ? (p->int8_attention ? BERT8_UNIT_INT8_STATIC : BERT8_UNIT_FP32) : lin;
+        modes[u] = !strcmp(ui.kind, "attention") ? (p->int8_attention ? BERT8_UNIT_INT8_STATIC : BERT8_UNIT_FP32)
+                   : !strcmp(ui.kind, "ffn_out") && p->ffn_out_per_token != 0 ? BERT8_UNIT_INT8_DYNAMIC
+                                                                             : lin;
     }
     const char *s = spec;
     while (*s) {
@@ -1533,8 +1537,8 @@ int cmd_quantize(int argc, char **argv) {
     if (!parse_attention(C, att, &p.int8_attention) || !parse_embeddings(C, emb, &p.int8_embeddings) ||
         !parse_weight_bits(C, wbits, &p.weight_bits) || !parse_ffn_out(C, ffn_out, &p.ffn_out_per_token))
         return 1;
-    if (umodes && (drop_s || mincos_s || ffn_out))
-        return cli_error(C, "--unit-modes takes neither --max-drop, --min-cosine nor --ffn-out");
+    if (umodes && (drop_s || mincos_s))
+        return cli_error(C, "--unit-modes takes neither --max-drop nor --min-cosine");
     if (drop_s && mincos_s) return cli_error(C, "--min-cosine and --max-drop are mutually exclusive: give one budget");
     budget_run br = {.dir = dir, .outdir = outdir, .qp = p};
     budget_opts *bo = &br.bo;

@@ -130,3 +130,22 @@ def test_quantize_ffn_out_static_equals_the_cli_and_has_a_zero_point(tmp_path):
                         "--ffn-out", "fp16"], capture_output=True, text=True)
     assert r.returncode != 0 and "--ffn-out must be" in r.stderr
     assert not (tmp_path / "bad").exists()
+
+
+def test_unit_modes_keep_the_default_for_units_not_named(tmp_path):
+    """`--unit-modes` changes the units it names; the others stay as the scheme makes them without
+    it, the static scheme's FFN-out per token included (unless --ffn-out static)."""
+    require(SST2), require(CALIB), require(CLI)
+
+    def modes(name, *args):
+        subprocess.run([str(CLI), "quantize", str(SST2), "-o", str(tmp_path / name), "--calib", str(CALIB),
+                        "--samples", "16", "--quiet", *args], check=True, capture_output=True)
+        qc = json.loads((tmp_path / name / "quantization_config.json").read_text())
+        return {(k, v["mode"]) for layer in qc["layers"] for k, v in layer.items() if isinstance(v, dict) and "mode" in v}
+
+    assert modes("a", "--unit-modes", "qkv=dynamic") == {("qkv", "int8_dynamic"), ("attention_output", "int8_static"),
+                                                          ("ffn_in", "int8_static"), ("ffn_out", "int8_dynamic")}
+    assert ("ffn_out", "int8_static") in modes("b", "--unit-modes", "qkv=dynamic", "--ffn-out", "static")
+    assert modes("c", "--scheme", "dynamic", "--unit-modes", "ffn_out=static") == {
+        ("qkv", "int8_dynamic"), ("attention_output", "int8_dynamic"), ("ffn_in", "int8_dynamic"),
+        ("ffn_out", "int8_static")}
