@@ -18,24 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* nearest-rank percentile of sorted values, as bench_latency and bench/peers compute it */
-static double percentile(const double *sorted, int n, int q) {
-    int k = (q * n + 99) / 100;
-    if (k < 1) k = 1;
-    if (k > n) k = n;
-    return sorted[k - 1];
-}
+#include "bench_util.h"
 
 /* The unit: n steps of a dependent multiply-add chain (the result is kept so it is not elided). */
 static double unit(int64_t n, double seed) {
@@ -92,9 +75,9 @@ int main(int argc, char **argv) {
     const int64_t trial = 1 << 20;
     double best = 1e9, sink = 0;
     for (int r = 0; r < 20; r++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         sink += unit(trial, 1.0);
-        double t = now_s() - t0;
+        double t = bench_now_s() - t0;
         best = t < best ? t : best;
     }
     pool p = {.steps = (int64_t)((double)trial * unit_us * 1e-6 / best)};
@@ -111,21 +94,21 @@ int main(int argc, char **argv) {
     double *ms = malloc((size_t)calls * sizeof(double));
     if (!ms) return 1;
     for (int c = -calls / 10; c < calls; c++) { /* the first tenth warms up, not counted */
-        double t0 = now_s();
+        double t0 = bench_now_s();
         atomic_store_explicit(&p.done, 0, memory_order_relaxed);
         atomic_fetch_add_explicit(&p.gen, 1, memory_order_acq_rel);
         p.sink[0] += unit(p.steps, 0.5);
         while (atomic_load_explicit(&p.done, memory_order_acquire) < threads - 1) {
         }
-        double t = 1e3 * (now_s() - t0);
+        double t = 1e3 * (bench_now_s() - t0);
         if (c >= 0) ms[c] = t;
     }
     atomic_store(&p.quit, 1);
     atomic_fetch_add(&p.gen, 1);
     for (int t = 1; t < threads; t++) pthread_join(tid[t], NULL);
     for (int t = 0; t < threads; t++) sink += p.sink[t];
-    qsort(ms, (size_t)calls, sizeof(double), cmp_double);
-    double p50 = percentile(ms, calls, 50), p90 = percentile(ms, calls, 90), p99 = percentile(ms, calls, 99);
+    qsort(ms, (size_t)calls, sizeof(double), bench_cmp_double);
+    double p50 = bench_percentile(ms, calls, 50), p90 = bench_percentile(ms, calls, 90), p99 = bench_percentile(ms, calls, 99);
     double mx = ms[calls - 1];
     if (json)
         printf("{\"unit_us\": %.1f, \"threads\": %d, \"calls\": %d, \"p50_ms\": %.4f, \"p90_ms\": %.4f, "

@@ -12,26 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "bert8.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* nearest-rank percentile of sorted values, as bench/peers/common.py computes it */
-static double percentile(const double *sorted, int n, int q) {
-    int k = (q * n + 99) / 100;
-    if (k < 1) k = 1;
-    if (k > n) k = n;
-    return sorted[k - 1];
-}
 
 int main(int argc, char **argv) {
     if (argc < 2 || argv[1][0] == '-') {
@@ -66,12 +48,12 @@ int main(int argc, char **argv) {
     lp.threads = threads;
     bert8_model *m = NULL;
     char err[1024];
-    double t_load = now_s();
+    double t_load = bench_now_s();
     if (bert8_model_load(argv[1], &lp, &m, err, sizeof err)) {
         fprintf(stderr, "bench_latency: %s\n", err);
         return 1;
     }
-    t_load = now_s() - t_load;
+    t_load = bench_now_s() - t_load;
     const bert8_model_info *in = bert8_model_get_info(m);
     if (S > in->max_seq_len) {
         fprintf(stderr, "bench_latency: --seq %lld is over the model's %lld positions\n", (long long)S,
@@ -95,31 +77,31 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < B * S; i++) ids[i] = (int32_t)(5 + ((uint64_t)i * 2654435761u) % vm);
     bert8_batch b = {B, S, ids, NULL, NULL};
     bert8_outputs o;
-    double t_first = now_s();
+    double t_first = bench_now_s();
     for (int i = 0; i < (warmup > 0 ? warmup : 1); i++) {
         if (bert8_forward(s, &b, &o)) {
             fprintf(stderr, "bench_latency: %s\n", bert8_session_last_error(s));
             return 1;
         }
-        if (i == 0) t_first = now_s() - t_first;
+        if (i == 0) t_first = bench_now_s() - t_first;
     }
     int n = 0;
-    double start = now_s();
+    double start = bench_now_s();
     while (n < max_iters) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         if (bert8_forward(s, &b, &o)) {
             fprintf(stderr, "bench_latency: %s\n", bert8_session_last_error(s));
             return 1;
         }
-        times[n++] = now_s() - t0;
-        if (n >= min_iters && now_s() - start >= budget) break;
+        times[n++] = bench_now_s() - t0;
+        if (n >= min_iters && bench_now_s() - start >= budget) break;
     }
     double *sorted = malloc((size_t)n * sizeof(double));
     if (!sorted) return 1;
     memcpy(sorted, times, (size_t)n * sizeof(double));
-    qsort(sorted, (size_t)n, sizeof(double), cmp_double);
+    qsort(sorted, (size_t)n, sizeof(double), bench_cmp_double);
     double med = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-    double p50 = percentile(sorted, n, 50), p99 = percentile(sorted, n, 99);
+    double p50 = bench_percentile(sorted, n, 50), p99 = bench_percentile(sorted, n, 99);
     if (json) {
         printf("{\"model\":\"%s\",\"quantized\":%d,\"batch\":%lld,\"seq\":%lld,\"threads\":%d,\"load_s\":%.4f,"
                "\"first_call_s\":%.6f,\"iterations\":%d,\"median_s\":%.9f,\"p50_s\":%.9f,\"p99_s\":%.9f,"
