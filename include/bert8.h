@@ -302,6 +302,11 @@ typedef struct bert8_quant_params {
                                with a calibrated scale and zero point (a few % faster, further
                                from FP32 on real models: docs/int8.md). The dynamic scheme
                                quantizes it per token in any case; unit_modes, when given, wins. */
+    int ffn_in_per_token;   /* the static scheme's FFN-in input (a LayerNorm output): 1 quantizes
+                               it per token at run time (the default since 2026-12-04; -1 means
+                               1), 0 per tensor with a calibrated scale (1-2% faster, further
+                               from FP32 on real embedding models: docs/accuracy.md). As
+                               ffn_out_per_token otherwise. */
 } bert8_quant_params;
 
 bert8_quant_params bert8_default_quant_params(void);

@@ -221,18 +221,18 @@ jget() { sed -n "s/.*\"$2\":\(-\{0,1\}[0-9.eE+-]*\).*/\1/p" <<<"$1"; }
 
 # variants: id, label, quantize arguments ("" = the FP32 folder itself)
 VARIANTS=("fp32|FP32|"
-          "default|static, alpha auto, FFN-out input per token, INT8 attention (the default)|--scheme static"
-          "static_zp|static, alpha auto, FFN-out static with a zero point, INT8 attention|--scheme static --ffn-out static"
+          "default|static, alpha auto, FFN-in and FFN-out inputs per token, INT8 attention (the default)|--scheme static"
+          "static_zp|static, alpha auto, FFN-in and FFN-out static (FFN-out with a zero point), INT8 attention|--scheme static --ffn-out static --ffn-in static"
           "dynamic_auto_att8|dynamic, alpha auto, INT8 attention|--scheme dynamic"
-          "static_a0.5|static, SmoothQuant alpha 0.5, FFN-out static, FP32 attention|--scheme static --alpha 0.5 --ffn-out static --attention fp32"
-          "static_auto|static, SmoothQuant alpha auto, FFN-out static, FP32 attention|--scheme static --alpha auto --ffn-out static --attention fp32"
+          "static_a0.5|static, SmoothQuant alpha 0.5, FFN-out static, FP32 attention|--scheme static --alpha 0.5 --ffn-out static --ffn-in static --attention fp32"
+          "static_auto|static, SmoothQuant alpha auto, FFN-out static, FP32 attention|--scheme static --alpha auto --ffn-out static --ffn-in static --attention fp32"
           "dynamic_a0.5|dynamic, SmoothQuant alpha 0.5, FP32 attention|--scheme dynamic --alpha 0.5 --attention fp32"
           "dynamic_auto|dynamic, SmoothQuant alpha auto, FP32 attention|--scheme dynamic --alpha auto --attention fp32"
-          "static_a0.5_att8|static, alpha 0.5, FFN-out static, INT8 attention (the default until 2026-12-03, now with a zero point)|--scheme static --alpha 0.5 --ffn-out static --attention int8"
+          "static_a0.5_att8|static, alpha 0.5, FFN-out static, INT8 attention (the default until 2026-12-03, now with a zero point)|--scheme static --alpha 0.5 --ffn-out static --ffn-in static --attention int8"
           "dynamic_a0.5_att8|dynamic, alpha 0.5, INT8 attention|--scheme dynamic --alpha 0.5 --attention int8"
           "default_w7|the default with 7-bit weights|--scheme static --weight-bits 7"
           "dynamic_auto_att8_w7|dynamic, alpha auto, INT8 attention, 7-bit weights|--scheme dynamic --weight-bits 7"
-          "naive_static|naive W8A8 static (no smoothing, FFN-out static, FP32 attention)|--scheme static --alpha none --ffn-out static --attention fp32"
+          "naive_static|naive W8A8 static (no smoothing, FFN-out static, FP32 attention)|--scheme static --alpha none --ffn-out static --ffn-in static --attention fp32"
           "naive_dynamic|naive W8A8 dynamic (no smoothing, FP32 attention)|--scheme dynamic --alpha none --attention fp32")
 
 MODELS_JSON=()

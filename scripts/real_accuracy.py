@@ -32,11 +32,14 @@ sys.path.insert(0, HERE)
 import embed_fidelity as ef  # noqa: E402
 
 VARIANTS = {
-    "default": ("static, alpha auto, FFN-out input per token, INT8 attention (the default)", []),
-    "ffn_static": ("static, alpha auto, FFN-out static with a zero point", ["--ffn-out", "static"]),
+    "default": ("static, alpha auto, FFN-in and FFN-out inputs per token, INT8 attention (the default)", []),
+    "ffn_in_static": ("static, alpha auto, FFN-out input per token, INT8 attention (the default until 2026-12-04)",
+                      ["--ffn-in", "static"]),
+    "ffn_static": ("static, alpha auto, every input per tensor (FFN-out with a zero point)",
+                   ["--ffn-out", "static", "--ffn-in", "static"]),
     "dynamic": ("dynamic, alpha auto, INT8 attention", ["--scheme", "dynamic"]),
-    "old_default": ("static, alpha 0.5, FFN-out static (the default until 2026-12-03, with a zero point now)",
-                    ["--alpha", "0.5", "--ffn-out", "static"]),
+    "old_default": ("static, alpha 0.5, every input per tensor (the default until 2026-12-03, with a zero point now)",
+                    ["--alpha", "0.5", "--ffn-out", "static", "--ffn-in", "static"]),
 }
 
 

@@ -105,6 +105,7 @@ static bert8_status run_budget_att(fixture *x, fake_eval *fe, bert8_ranking rk, 
     bert8_quant_params qp = bert8_default_quant_params();
     qp.int8_attention = int8_attention;
     qp.ffn_out_per_token = 0; /* every Linear starts static: the hand-worked paths below */
+    qp.ffn_in_per_token = 0;
     bert8_budget_params bp = bert8_default_budget_params();
     bp.max_drop = max_drop;
     bp.ranking = rk;
@@ -489,24 +490,26 @@ static void same_logits(const fixture *x, const bert8_model *qa, const bert8_mod
     bert8_session_free(b);
 }
 
-/* The defaults: every Linear static but FFN-out, whose input (the GELU output) is quantized per
- * token; alpha searched per group. ffn_out_per_token = 0 keeps FFN-out static with a calibrated
- * input zero point, which the folder stores (input_zero_point) and gives back bit for bit. */
+/* The defaults: every Linear static but FFN-in and FFN-out, whose inputs (a LayerNorm output, the
+ * GELU output) are quantized per token; alpha searched per group. ffn_in_per_token = 0 and
+ * ffn_out_per_token = 0 keep them static, FFN-out with a calibrated input zero point, which the
+ * folder stores (input_zero_point) and gives back bit for bit. */
 TEST(defaults_quantize_ffn_out_per_token_and_static_ffn_out_has_a_zero_point) {
     fixture x;
     if (!fixture_open(&x)) return;
     const bert8_unit_mode S_ = BERT8_UNIT_INT8_STATIC, D_ = BERT8_UNIT_INT8_DYNAMIC;
     char err[1024] = "", out[512];
     bert8_quant_params qp = bert8_default_quant_params();
-    CHECK(qp.alpha < 0 && qp.scheme == BERT8_SCHEME_STATIC && qp.ffn_out_per_token == -1);
+    CHECK(qp.alpha < 0 && qp.scheme == BERT8_SCHEME_STATIC && qp.ffn_out_per_token == -1 && qp.ffn_in_per_token == -1);
     bert8_model *q = NULL, *z = NULL, *r = NULL;
     CHECKF(bert8_quantize(x.f, x.cs.b, (size_t)x.cs.n, &qp, &q, err, sizeof err) == BERT8_OK, "%s", err);
     if (q) {
-        bert8_unit_mode got[NU], want[NU] = {S_, S_, S_, D_, S_, S_, S_, S_, D_, S_};
+        bert8_unit_mode got[NU], want[NU] = {S_, S_, D_, D_, S_, S_, S_, D_, D_, S_};
         unit_modes_of(q, got);
         CHECK(memcmp(got, want, sizeof got) == 0);
     }
     qp.ffn_out_per_token = 0;
+    qp.ffn_in_per_token = 0;
     CHECKF(bert8_quantize(x.f, x.cs.b, (size_t)x.cs.n, &qp, &z, err, sizeof err) == BERT8_OK, "%s", err);
     snprintf(out, sizeof out, "%s/ffn-out-zero-point", tu_tmpdir());
     CHECKF(z && bert8_model_save(z, out, err, sizeof err) == BERT8_OK, "%s", err);
@@ -534,6 +537,10 @@ TEST(defaults_quantize_ffn_out_per_token_and_static_ffn_out_has_a_zero_point) {
     bert8_model *bad = NULL;
     CHECK(bert8_quantize(x.f, x.cs.b, (size_t)x.cs.n, &qp, &bad, err, sizeof err) == BERT8_ERR_INVALID_ARG &&
           strstr(err, "ffn_out_per_token"));
+    qp.ffn_out_per_token = -1;
+    qp.ffn_in_per_token = 2;
+    CHECK(bert8_quantize(x.f, x.cs.b, (size_t)x.cs.n, &qp, &bad, err, sizeof err) == BERT8_ERR_INVALID_ARG &&
+          strstr(err, "ffn_in_per_token"));
     bert8_model_free(r);
     bert8_model_free(z);
     bert8_model_free(q);

@@ -37,6 +37,8 @@ bool parse_embeddings(const char *cmd, const char *v, int *int8);
 bool parse_weight_bits(const char *cmd, const char *v, int *bits);
 /* --ffn-out dynamic|static: the static scheme's FFN-out input per token (1) or per tensor (0) */
 bool parse_ffn_out(const char *cmd, const char *v, int *per_token);
+/* --ffn-in dynamic|static: the static scheme's FFN-in input per token (1) or per tensor (0) */
+bool parse_ffn_in(const char *cmd, const char *v, int *per_token);
 /* --alpha A|auto|none */
 bool parse_alpha(const char *cmd, const char *v, float *alpha, int *smooth);
 

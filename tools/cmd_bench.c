@@ -260,7 +260,7 @@ int cmd_bench(int argc, char **argv) {
     cli_args_init(&a, argc, argv);
     if (cli_flag(&a, "--help") || cli_flag(&a, "-h")) {
         printf("usage: bert8 bench MODEL_DIR [--batch B] [--seq S] [--threads T] [--scheme static|dynamic]\n"
-               "         [--alpha A|auto|none] [--attention fp32|int8] [--embeddings fp32|int8] [--ffn-out dynamic|static]\n"
+               "         [--alpha A|auto|none] [--attention fp32|int8] [--embeddings fp32|int8] [--ffn-out dynamic|static] [--ffn-in dynamic|static]\n"
                "         [--weight-bits 7|8]\n"
                "         [--calib FILE [--column C]] [--samples N]\n"
                "         [--iters N]\n"
@@ -275,7 +275,7 @@ int cmd_bench(int argc, char **argv) {
                *lora_task = cli_opt(&a, "--lora-task");
     const char *scheme_s = cli_opt(&a, "--scheme"), *calib = cli_opt(&a, "--calib"), *it = cli_opt(&a, "--iters");
     const char *alpha_s = cli_opt(&a, "--alpha"), *columns = cli_opt(&a, "--column");
-    const char *ffn_out = cli_opt(&a, "--ffn-out");
+    const char *ffn_out = cli_opt(&a, "--ffn-out"), *ffn_in = cli_opt(&a, "--ffn-in");
     const char *samples_s = cli_opt(&a, "--samples"), *lengths = cli_opt(&a, "--lengths"), *plot_path = cli_opt(&a, "--plot");
     const char *att = cli_opt(&a, "--attention"), *emb = cli_opt(&a, "--embeddings");
     const char *wbits = cli_opt(&a, "--weight-bits");
@@ -292,7 +292,8 @@ int cmd_bench(int argc, char **argv) {
     bert8_quant_params p = bert8_default_quant_params();
     if (!parse_scheme(C, scheme_s, &p.scheme) || !parse_alpha(C, alpha_s, &p.alpha, &p.smooth) ||
         !parse_attention(C, att, &p.int8_attention) || !parse_embeddings(C, emb, &p.int8_embeddings) ||
-        !parse_weight_bits(C, wbits, &p.weight_bits) || !parse_ffn_out(C, ffn_out, &p.ffn_out_per_token))
+        !parse_weight_bits(C, wbits, &p.weight_bits) || !parse_ffn_out(C, ffn_out, &p.ffn_out_per_token) ||
+        !parse_ffn_in(C, ffn_in, &p.ffn_in_per_token))
         return 1;
     if (!dir && roofline && !plot_path) {
         /* no model: the machine's ceilings only */

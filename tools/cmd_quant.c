@@ -204,14 +204,22 @@ bool parse_weight_bits(const char *cmd, const char *v, int *bits) {
     return true;
 }
 
-bool parse_ffn_out(const char *cmd, const char *v, int *per_token) {
+static bool parse_per_token(const char *cmd, const char *flag, const char *v, int *per_token) {
     if (!v) return true;
     if (strcmp(v, "dynamic") && strcmp(v, "static")) {
-        cli_error(cmd, "--ffn-out must be dynamic (per token) or static (per tensor), not \"%s\"", v);
+        cli_error(cmd, "%s must be dynamic (per token) or static (per tensor), not \"%s\"", flag, v);
         return false;
     }
     *per_token = !strcmp(v, "dynamic");
     return true;
+}
+
+bool parse_ffn_out(const char *cmd, const char *v, int *per_token) {
+    return parse_per_token(cmd, "--ffn-out", v, per_token);
+}
+
+bool parse_ffn_in(const char *cmd, const char *v, int *per_token) {
+    return parse_per_token(cmd, "--ffn-in", v, per_token);
 }
 
 bool parse_embeddings(const char *cmd, const char *v, int *int8) {
@@ -862,8 +870,9 @@ static bert8_unit_mode all_int8_mode(const budget_run *b, int64_t u) {
     const bert8_budget_unit *bu = &b->rep.units[u];
     if (bu->fixed) return BERT8_UNIT_FP32;
     if (!strcmp(bu->kind, "attention")) return BERT8_UNIT_INT8_STATIC;
-    /* the static scheme's FFN-out runs per token unless --ffn-out static */
-    if (b->qp.scheme == BERT8_SCHEME_STATIC && !(!strcmp(bu->kind, "ffn_out") && b->qp.ffn_out_per_token != 0))
+    /* the static scheme's FFN-in and FFN-out run per token unless --ffn-in / --ffn-out static */
+    if (b->qp.scheme == BERT8_SCHEME_STATIC && !(!strcmp(bu->kind, "ffn_out") && b->qp.ffn_out_per_token != 0) &&
+        !(!strcmp(bu->kind, "ffn_in") && b->qp.ffn_in_per_token != 0))
         return BERT8_UNIT_INT8_STATIC;
     return BERT8_UNIT_INT8_DYNAMIC;
 }
@@ -1450,12 +1459,13 @@ static bool parse_unit_modes(const char *cmd, const char *spec, const bert8_mode
     const int64_t U = bert8_model_unit_count(m);
     const bert8_unit_mode lin = p->scheme == BERT8_SCHEME_STATIC ? BERT8_UNIT_INT8_STATIC : BERT8_UNIT_INT8_DYNAMIC;
     /* units not named keep what bert8_quantize makes of them without --unit-modes: the scheme's
-     * mode, the static scheme's FFN-out per token (unless --ffn-out static) */
+     * mode, the static scheme's FFN-in and FFN-out per token (unless --ffn-in / --ffn-out static) */
     for (int64_t u = 0; u < U; u++) {
         bert8_unit_info ui;
         if (bert8_model_unit(m, u, &ui)) return false;
         modes[u] = !strcmp(ui.kind, "attention") ? (p->int8_attention ? BERT8_UNIT_INT8_STATIC : BERT8_UNIT_FP32)
                    : !strcmp(ui.kind, "ffn_out") && p->ffn_out_per_token != 0 ? BERT8_UNIT_INT8_DYNAMIC
+                   : !strcmp(ui.kind, "ffn_in") && p->ffn_in_per_token != 0   ? BERT8_UNIT_INT8_DYNAMIC
                                                                              : lin;
     }
     const char *s = spec;
@@ -1509,7 +1519,7 @@ int cmd_quantize(int argc, char **argv) {
                *lora_task = cli_opt(&a, "--lora-task");
     const char *att = cli_opt(&a, "--attention"), *emb = cli_opt(&a, "--embeddings");
     const char *wbits = cli_opt(&a, "--weight-bits"), *umodes = cli_opt(&a, "--unit-modes");
-    const char *ffn_out = cli_opt(&a, "--ffn-out");
+    const char *ffn_out = cli_opt(&a, "--ffn-out"), *ffn_in = cli_opt(&a, "--ffn-in");
     /* --max-drop and its evaluation */
     const char *drop_s = cli_opt(&a, "--max-drop"), *task_s = cli_opt(&a, "--eval-task");
     const char *edata = cli_opt(&a, "--eval-data"), *esplit = cli_opt(&a, "--eval-split");
@@ -1535,7 +1545,8 @@ int cmd_quantize(int argc, char **argv) {
     p.keep_fp32 = keep;
     p.progress = !quiet;
     if (!parse_attention(C, att, &p.int8_attention) || !parse_embeddings(C, emb, &p.int8_embeddings) ||
-        !parse_weight_bits(C, wbits, &p.weight_bits) || !parse_ffn_out(C, ffn_out, &p.ffn_out_per_token))
+        !parse_weight_bits(C, wbits, &p.weight_bits) || !parse_ffn_out(C, ffn_out, &p.ffn_out_per_token) ||
+        !parse_ffn_in(C, ffn_in, &p.ffn_in_per_token))
         return 1;
     if (umodes && (drop_s || mincos_s))
         return cli_error(C, "--unit-modes takes neither --max-drop nor --min-cosine");
@@ -1657,7 +1668,11 @@ int cmd_quantize(int argc, char **argv) {
     if (!quiet)
         fprintf(stderr, "wrote %s: INT8 %s%s, alpha %s, %s attention, %lld calibration sequences\n", outdir,
                 umodes ? "per --unit-modes" : p.scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic",
-                !umodes && p.scheme == BERT8_SCHEME_STATIC && p.ffn_out_per_token != 0 ? " (FFN-out input per token)" : "",
+                umodes || p.scheme != BERT8_SCHEME_STATIC ? ""
+                : p.ffn_in_per_token != 0 && p.ffn_out_per_token != 0 ? " (FFN-in and FFN-out inputs per token)"
+                : p.ffn_out_per_token != 0                           ? " (FFN-out input per token)"
+                : p.ffn_in_per_token != 0                            ? " (FFN-in input per token)"
+                                                                     : "",
                 !p.smooth ? "none (no smoothing)" : alpha_s ? alpha_s : "auto (searched per group)",
                 att8 ? "INT8" : "FP32", (long long)(t.n < samples ? t.n : samples));
     rc = 0;

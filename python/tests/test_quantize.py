@@ -118,11 +118,12 @@ def test_quantize_ffn_out_static_equals_the_cli_and_has_a_zero_point(tmp_path):
     assert qc["version"] == 4
     assert all(layer["ffn_out"]["mode"] == "int8_static" for layer in qc["layers"])
     assert b"input_zero_point" in (tmp_path / "py" / "model.safetensors").read_bytes()[:65536]
-    # the default quantizes FFN-out's input per token
+    # the default quantizes FFN-in's and FFN-out's inputs per token
     d = bert8.quantize(SST2, tmp_path / "default", calib=CALIB, samples=32, progress=False)
     qd = json.loads((tmp_path / "default" / "quantization_config.json").read_text())
     assert d.info.scheme == "static"
-    assert all(layer["ffn_out"]["mode"] == "int8_dynamic" and layer["qkv"]["mode"] == "int8_static"
+    assert all(layer["ffn_out"]["mode"] == "int8_dynamic" and layer["ffn_in"]["mode"] == "int8_dynamic"
+               and layer["qkv"]["mode"] == "int8_static" and layer["attention_output"]["mode"] == "int8_static"
                for layer in qd["layers"])
     with pytest.raises(ValueError, match="ffn_out"):
         bert8.quantize(SST2, tmp_path / "x", calib=CALIB, samples=8, progress=False, ffn_out="per-token")
@@ -144,8 +145,27 @@ def test_unit_modes_keep_the_default_for_units_not_named(tmp_path):
         return {(k, v["mode"]) for layer in qc["layers"] for k, v in layer.items() if isinstance(v, dict) and "mode" in v}
 
     assert modes("a", "--unit-modes", "qkv=dynamic") == {("qkv", "int8_dynamic"), ("attention_output", "int8_static"),
-                                                          ("ffn_in", "int8_static"), ("ffn_out", "int8_dynamic")}
-    assert ("ffn_out", "int8_static") in modes("b", "--unit-modes", "qkv=dynamic", "--ffn-out", "static")
+                                                          ("ffn_in", "int8_dynamic"), ("ffn_out", "int8_dynamic")}
+    assert modes("b", "--unit-modes", "qkv=dynamic", "--ffn-out", "static", "--ffn-in", "static") == {
+        ("qkv", "int8_dynamic"), ("attention_output", "int8_static"), ("ffn_in", "int8_static"),
+        ("ffn_out", "int8_static")}
     assert modes("c", "--scheme", "dynamic", "--unit-modes", "ffn_out=static") == {
         ("qkv", "int8_dynamic"), ("attention_output", "int8_dynamic"), ("ffn_in", "int8_dynamic"),
         ("ffn_out", "int8_static")}
+
+
+def test_quantize_ffn_in_static_equals_the_cli(tmp_path):
+    require(SST2), require(CALIB), require(CLI)
+    bert8.quantize(SST2, tmp_path / "py", calib=CALIB, samples=32, progress=False, ffn_in="static")
+    subprocess.run([str(CLI), "quantize", str(SST2), "-o", str(tmp_path / "cli"), "--calib", str(CALIB),
+                    "--samples", "32", "--ffn-in", "static", "--quiet"], check=True, capture_output=True)
+    assert (tmp_path / "py" / "model.safetensors").read_bytes() == (tmp_path / "cli" / "model.safetensors").read_bytes()
+    qc = json.loads((tmp_path / "py" / "quantization_config.json").read_text())
+    assert all(layer["ffn_in"]["mode"] == "int8_static" and layer["ffn_out"]["mode"] == "int8_dynamic"
+               for layer in qc["layers"])
+    with pytest.raises(ValueError, match="ffn_in"):
+        bert8.quantize(SST2, tmp_path / "x", calib=CALIB, samples=8, progress=False, ffn_in="per-token")
+    r = subprocess.run([str(CLI), "quantize", str(SST2), "-o", str(tmp_path / "bad"), "--calib", str(CALIB),
+                        "--ffn-in", "fp16"], capture_output=True, text=True)
+    assert r.returncode != 0 and "--ffn-in must be" in r.stderr
+    assert not (tmp_path / "bad").exists()

@@ -127,8 +127,8 @@ static void search_free(search *S) {
     free(S->seen);
 }
 
-/* The modes a unit steps through, safest last; returns how many. A static scheme's FFN-out
- * starts per token, as bert8_quantize makes it (ffn_out_per_token). */
+/* The modes a unit steps through, safest last; returns how many. A static scheme's FFN-in and
+ * FFN-out start per token, as bert8_quantize makes them (ffn_in_per_token, ffn_out_per_token). */
 static int ladder_of(const search *S, int64_t u, bert8_unit_mode lad[3]) {
     const b8_unit_desc *d = &b8_unit_table[u % B8_UNITS_PER_LAYER];
     if (d->kind == B8_UNIT_ATTENTION) {
@@ -136,7 +136,8 @@ static int ladder_of(const search *S, int64_t u, bert8_unit_mode lad[3]) {
         lad[1] = BERT8_UNIT_FP32;
         return 2;
     }
-    if (d->group == B8_GROUP_FFN_OUT && S->qp->scheme == BERT8_SCHEME_STATIC && S->qp->ffn_out_per_token) {
+    if (S->qp->scheme == BERT8_SCHEME_STATIC && ((d->group == B8_GROUP_FFN_OUT && S->qp->ffn_out_per_token) ||
+                                                 (d->group == B8_GROUP_FFN_IN && S->qp->ffn_in_per_token))) {
         lad[0] = BERT8_UNIT_INT8_DYNAMIC;
         lad[1] = BERT8_UNIT_FP32;
         return 2;

@@ -15,7 +15,8 @@ static const float ALPHA_GRID[] = {0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f, 0.9f};
 bert8_quant_params bert8_default_quant_params(void) {
     bert8_quant_params p = {.scheme = BERT8_SCHEME_STATIC, .alpha = -1.0f, .smooth = 1, .max_samples = 512,
                             .keep_fp32 = NULL, .progress = 0, .int8_attention = -1, .int8_embeddings = 0,
-                            .unit_modes = NULL, .weight_bits = 8, .ffn_out_per_token = -1};
+                            .unit_modes = NULL, .weight_bits = 8, .ffn_out_per_token = -1,
+                            .ffn_in_per_token = -1};
     return p;
 }
 
@@ -227,6 +228,7 @@ void b8_quant_resolve(const bert8_model *fp32, bert8_quant_params *p) {
     if (fp32->cfg.desc->disentangled) p->int8_attention = 0;
     if (p->weight_bits == 0) p->weight_bits = 8;
     if (p->ffn_out_per_token == -1) p->ffn_out_per_token = 1;
+    if (p->ffn_in_per_token == -1) p->ffn_in_per_token = 1;
 }
 
 bert8_status b8_quant_check(const bert8_model *fp32, const bert8_quant_params *p, b8_err *e) {
@@ -244,6 +246,9 @@ bert8_status b8_quant_check(const bert8_model *fp32, const bert8_quant_params *p
     if (p->ffn_out_per_token != 0 && p->ffn_out_per_token != 1)
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "ffn_out_per_token must be -1 (the default: per token), 0 or 1, not %d",
                        p->ffn_out_per_token);
+    if (p->ffn_in_per_token != 0 && p->ffn_in_per_token != 1)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "ffn_in_per_token must be -1 (the default: per token), 0 or 1, not %d",
+                       p->ffn_in_per_token);
     const int64_t d = fp32->cfg.hidden_size / fp32->cfg.num_heads;
     if (b8_quant_attention(p, fp32->cfg.num_layers) && d % 4)
         return b8_fail(e, BERT8_ERR_UNSUPPORTED, "INT8 attention needs a head size that is a multiple of 4, not %lld",
@@ -335,6 +340,7 @@ bert8_status bert8_quantize(const bert8_model *fp32, const bert8_batch *calib, s
             if (b8_group_kept(m, l, (b8_group)g, p.keep_fp32)) continue;
             b8_qmode mode = scheme_mode;
             if (g == B8_GROUP_FFN_OUT && p.ffn_out_per_token) mode = B8_QMODE_DYNAMIC;
+            if (g == B8_GROUP_FFN_IN && p.ffn_in_per_token) mode = B8_QMODE_DYNAMIC;
             if (p.unit_modes)
                 for (int i = 0; i < B8_UNITS_PER_LAYER; i++)
                     if (b8_unit_table[i].kind == B8_UNIT_LINEAR && b8_unit_table[i].group == (b8_group)g)
