@@ -273,8 +273,12 @@ int srv_http_start(srv_server *s, char *err, size_t err_len) {
 
 void srv_http_stop(srv_server *s, int timeout_s) {
     if (!s->daemon) return;
-    MHD_socket fd = MHD_quiesce_daemon(s->daemon); /* no new connections */
-    if (fd != MHD_INVALID_SOCKET) close(fd);
+    /* No new connections. The daemon's worker threads take the listening socket out of their
+     * epoll sets after this returns, so it is only shut down here (new connections are refused at
+     * once) and closed after MHD_stop_daemon: closing it now raced with them, and libmicrohttpd
+     * aborts when that removal fails ("Failed to remove listen FD from epoll set"). */
+    MHD_socket fd = MHD_quiesce_daemon(s->daemon);
+    if (fd != MHD_INVALID_SOCKET) shutdown(fd, SHUT_RDWR);
     atomic_store(&s->state, SRV_STOPPING);
     int64_t deadline = srv_now_ns() + (int64_t)timeout_s * 1000000000;
     /* requests that found the server ready finish their way into the queue first */
@@ -289,4 +293,5 @@ void srv_http_stop(srv_server *s, int timeout_s) {
     }
     MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
+    if (fd != MHD_INVALID_SOCKET) close(fd);
 }
