@@ -107,6 +107,18 @@ def test_quantize_weight_bits_7_equals_the_cli_and_keeps_weights_within_64(tmp_p
     assert not (tmp_path / "bad").exists()
 
 
+def refuses_a_bad_mode(tmp_path, kw):
+    """bert8.quantize(kw=...) and `bert8 quantize --kw-with-dashes` refuse a mode that is neither
+    dynamic nor static, naming the option, and the CLI writes nothing."""
+    opt = "--" + kw.replace("_", "-")
+    with pytest.raises(ValueError, match=kw):
+        bert8.quantize(SST2, tmp_path / "x", calib=CALIB, samples=8, progress=False, **{kw: "per-token"})
+    r = subprocess.run([str(CLI), "quantize", str(SST2), "-o", str(tmp_path / "bad"), "--calib", str(CALIB),
+                        opt, "fp16"], capture_output=True, text=True)
+    assert r.returncode != 0 and f"{opt} must be" in r.stderr
+    assert not (tmp_path / "bad").exists()
+
+
 def test_quantize_ffn_out_static_equals_the_cli_and_has_a_zero_point(tmp_path):
     require(SST2), require(CALIB), require(CLI)
     q = bert8.quantize(SST2, tmp_path / "py", calib=CALIB, samples=32, progress=False, ffn_out="static")
@@ -125,12 +137,7 @@ def test_quantize_ffn_out_static_equals_the_cli_and_has_a_zero_point(tmp_path):
     assert all(layer["ffn_out"]["mode"] == "int8_dynamic" and layer["ffn_in"]["mode"] == "int8_dynamic"
                and layer["qkv"]["mode"] == "int8_static" and layer["attention_output"]["mode"] == "int8_static"
                for layer in qd["layers"])
-    with pytest.raises(ValueError, match="ffn_out"):
-        bert8.quantize(SST2, tmp_path / "x", calib=CALIB, samples=8, progress=False, ffn_out="per-token")
-    r = subprocess.run([str(CLI), "quantize", str(SST2), "-o", str(tmp_path / "bad"), "--calib", str(CALIB),
-                        "--ffn-out", "fp16"], capture_output=True, text=True)
-    assert r.returncode != 0 and "--ffn-out must be" in r.stderr
-    assert not (tmp_path / "bad").exists()
+    refuses_a_bad_mode(tmp_path, "ffn_out")
 
 
 def test_unit_modes_keep_the_default_for_units_not_named(tmp_path):
@@ -163,9 +170,4 @@ def test_quantize_ffn_in_static_equals_the_cli(tmp_path):
     qc = json.loads((tmp_path / "py" / "quantization_config.json").read_text())
     assert all(layer["ffn_in"]["mode"] == "int8_static" and layer["ffn_out"]["mode"] == "int8_dynamic"
                for layer in qc["layers"])
-    with pytest.raises(ValueError, match="ffn_in"):
-        bert8.quantize(SST2, tmp_path / "x", calib=CALIB, samples=8, progress=False, ffn_in="per-token")
-    r = subprocess.run([str(CLI), "quantize", str(SST2), "-o", str(tmp_path / "bad"), "--calib", str(CALIB),
-                        "--ffn-in", "fp16"], capture_output=True, text=True)
-    assert r.returncode != 0 and "--ffn-in must be" in r.stderr
-    assert not (tmp_path / "bad").exists()
+    refuses_a_bad_mode(tmp_path, "ffn_in")

@@ -185,7 +185,22 @@ static bert8_status make_rows(bert8_session *s, const input *bt, rows *r) {
 
 /* ---- layers -------------------------------------------------------------------------------- */
 
-static bool row_zero(const bert8_session *s, const b8_qlinear *q);
+/* A dynamic (per-token) group quantizes its input with a zero point per row when its kernel
+ * takes them: the row's range, not twice its largest magnitude, then spans the 255 levels,
+ * which halves the step on a one-sided row (FFN-out's GELU output) and narrows it on a skewed
+ * one (a LayerNorm output with its beta). */
+static bool row_zero(const bert8_session *s, const b8_qlinear *q) {
+    return !s->model->dyn_symmetric && q && q->mode == B8_QMODE_DYNAMIC && b8_qweight_takes_row_zero(q->packed);
+}
+
+/* rows x n contiguous floats quantized per row on the calling thread for the dynamic group q
+ * (in_mul: its smoothing) into out, their scales into scale and, with row_zero(s, q), their
+ * zero points into zero. */
+static void dyn_rows(const bert8_session *s, const b8_qlinear *q, const float *x, int64_t rows, int64_t n,
+                     int8_t *out, float *scale, int32_t *zero) {
+    if (row_zero(s, q)) b8_quantize_dynamic_zp_best()(x, n, rows, n, q->in_mul, out, n, scale, zero);
+    else b8_quantize_dynamic_best()(x, n, rows, n, q->in_mul, out, n, scale);
+}
 
 /* A LayerNorm of the hidden state s->x in place; when the Linear it feeds (next) runs INT8, the
  * same pass also writes that Linear's smoothed int8 input into s->xq: with its static scale
@@ -208,12 +223,8 @@ static void ln_rows(void *ctx, int64_t m0, int64_t m1) {
     /* s->xq and s->rowscale exist only when the model has INT8 groups */
     if (next && next->mode == B8_QMODE_DYNAMIC) {
         b8_layernorm_rows_best()(x, x, n, H, j->g, j->b, c->layer_norm_eps);
-        if (row_zero(s, next))
-            b8_quantize_dynamic_zp_best()(x, H, n, H, next->in_mul, (int8_t *)s->xq.p + m0 * H, H,
-                                          (float *)s->rowscale.p + m0, (int32_t *)s->rowzero.p + m0);
-        else
-            b8_quantize_dynamic_best()(x, H, n, H, next->in_mul, (int8_t *)s->xq.p + m0 * H, H,
-                                       (float *)s->rowscale.p + m0);
+        dyn_rows(s, next, x, n, H, (int8_t *)s->xq.p + m0 * H, (float *)s->rowscale.p + m0,
+                 (int32_t *)s->rowzero.p + m0);
     } else if (!next || next->mode != B8_QMODE_STATIC || !next->ln_qg) {
         b8_layernorm_rows_best()(x, x, n, H, j->g, j->b, c->layer_norm_eps);
     } else {
@@ -222,34 +233,19 @@ static void ln_rows(void *ctx, int64_t m0, int64_t m1) {
     }
 }
 
-/* A dynamic (per-token) group quantizes its input with a zero point per row when its kernel
- * takes them: the row's range, not twice its largest magnitude, then spans the 255 levels,
- * which halves the step on a one-sided row (FFN-out's GELU output) and narrows it on a skewed
- * one (a LayerNorm output with its beta). */
-static bool row_zero(const bert8_session *s, const b8_qlinear *q) {
-    return !s->model->dyn_symmetric && q && q->mode == B8_QMODE_DYNAMIC && b8_qweight_takes_row_zero(q->packed);
-}
-
 /* FFN-in's fp32 output rows [m0, m1) (s->ffn, row stride I) quantized per row for a dynamic
- * FFN-out (in_mul: its smoothing) into s->hq, their scales into s->rowscale2 (and with zp their
- * zero points into s->rowzero2). */
+ * FFN-out (qo) into s->hq, their scales into s->rowscale2, their zero points into s->rowzero2. */
 typedef struct hq_job {
     bert8_session *s;
     int64_t I;
-    const float *in_mul;
-    bool zp;
+    const b8_qlinear *qo;
 } hq_job;
 
 static void hq_rows(void *ctx, int64_t m0, int64_t m1) {
     const hq_job *j = ctx;
     bert8_session *s = j->s;
-    const float *h = (const float *)s->ffn.p + m0 * j->I;
-    int8_t *hq = (int8_t *)s->hq.p + m0 * j->I;
-    if (j->zp)
-        b8_quantize_dynamic_zp_best()(h, j->I, m1 - m0, j->I, j->in_mul, hq, j->I, (float *)s->rowscale2.p + m0,
-                                      (int32_t *)s->rowzero2.p + m0);
-    else
-        b8_quantize_dynamic_best()(h, j->I, m1 - m0, j->I, j->in_mul, hq, j->I, (float *)s->rowscale2.p + m0);
+    dyn_rows(s, j->qo, (const float *)s->ffn.p + m0 * j->I, m1 - m0, j->I, (int8_t *)s->hq.p + m0 * j->I,
+             (float *)s->rowscale2.p + m0, (int32_t *)s->rowzero2.p + m0);
 }
 
 static void ln_rows_par(void *ctx, int64_t m0, int64_t m1, int slot) {
@@ -292,12 +288,9 @@ static void prenorm_rows(void *ctx, int64_t r0, int64_t r1, int slot) {
             continue;
         }
         b8_layernorm_rows_best()(x + r * H, j->out + r * H, 1, H, j->g, j->b, c->layer_norm_eps);
-        if (dyn && row_zero(s, next))
-            b8_quantize_dynamic_zp_best()(j->out + r * H, H, 1, H, next->in_mul, (int8_t *)s->xq.p + r * H, H,
-                                          (float *)s->rowscale.p + r, (int32_t *)s->rowzero.p + r);
-        else if (dyn)
-            b8_quantize_dynamic_best()(j->out + r * H, H, 1, H, next->in_mul, (int8_t *)s->xq.p + r * H, H,
-                                       (float *)s->rowscale.p + r);
+        if (dyn)
+            dyn_rows(s, next, j->out + r * H, 1, H, (int8_t *)s->xq.p + r * H, (float *)s->rowscale.p + r,
+                     (int32_t *)s->rowzero.p + r);
     }
 }
 
@@ -846,7 +839,7 @@ static bert8_status ffn(bert8_session *s, const rows *r, const b8_layer *ly, int
      * them, instead of a pass of its own over the M x I floats */
     const bool fused_h = qi && qo && qo->mode == B8_QMODE_STATIC && !s->observe;
     const bool dyn_h = qi && qo && qo->mode == B8_QMODE_DYNAMIC && !s->observe;
-    hq_job hj = {s, I, qo ? qo->in_mul : NULL, row_zero(s, qo)};
+    hq_job hj = {s, I, qo};
     gcall ic = {B8_GROUP_FFN_IN, xin, ln_ready(s, qi), s->xq.p, s->rowscale.p, fused_h ? NULL : h, I,
                 fused_h ? s->hq.p : NULL, fused_h ? qo->in_mul : NULL, fused_h ? qo->a_zero : 0.0f,
                 dyn_h ? hq_rows : NULL, &hj};
