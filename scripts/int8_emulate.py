@@ -24,13 +24,17 @@ A diagnosis, not the engine: checked against bert8 on all-mpnet-base-v2 (FFN-out
 here, 0.99889 / 0.9934 for bert8). Needs torch and transformers.
 """
 import argparse
-import csv
 import os
 import re
+import sys
 
 import numpy as np
 import torch
 from transformers import AutoModel, AutoTokenizer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from embed_fidelity import read_stsb  # noqa: E402
+from int8_groups import read_lines  # noqa: E402
 
 VARIANT = r"(only_)?(qkv|attention_output|ffn_in|ffn_out)(?:_(fp32|g\d+))?|row|wfp32"
 
@@ -44,27 +48,6 @@ def kind_of(name):
     if "intermediate" in name:
         return "ffn_in"
     return "ffn_out"
-
-
-def read_stsb(path, pairs):
-    out = []
-    with open(path, encoding="utf-8") as f:
-        r = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-        next(r)
-        for i, row in enumerate(r):
-            if i >= pairs:
-                break
-            out += [row[7], row[8]]
-    return out
-
-
-def read_calib(path, n=512):
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for row in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE):
-            rows.append(row["sentence"].strip())
-    step = len(rows) / n
-    return [rows[int(i * step)] for i in range(n)]
 
 
 def qact(x):
@@ -104,8 +87,9 @@ def main():
         torch.set_num_threads(a.threads)
     tok = AutoTokenizer.from_pretrained(a.model)
     model = AutoModel.from_pretrained(a.model).eval()
-    texts = read_stsb(os.path.join(a.data, "glue", "STS-B.dev.tsv"), a.pairs)
-    calib = read_calib(os.path.join(a.data, "glue", "SST-2.train90.tsv"))
+    s1, s2, _ = read_stsb(os.path.join(a.data, "glue", "STS-B.dev.tsv"), a.pairs)
+    texts = s1 + s2
+    calib = read_lines(os.path.join(a.data, "glue", "SST-2.train90.tsv"), "sentence", 512)
 
     def embed(tx, bs=32):
         out = []
