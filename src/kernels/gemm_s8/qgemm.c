@@ -741,6 +741,14 @@ bert8_status b8_qgemm(const int8_t *A, int64_t lda, int64_t M, const b8_qweight 
                        (double)ep->out_zp);
     if (ep->out_zp != 0.0f && !W->kernel->blis && W->kernel->prepare != b8_qgemm_oracle_prepare)
         return b8_fail(e, BERT8_ERR_UNSUPPORTED, "the %s INT8 GEMM takes no output zero point", W->kernel->name);
+    if (ep->outliers) {
+        if (ep->outliers < 0 || !ep->ox || !ep->ow || ep->ld_ox < ep->outliers || ep->ld_ow < W->N)
+            return b8_fail(e, BERT8_ERR_INVALID_ARG,
+                           "qgemm: %d outlier channels need ox with ld_ox >= %d and ow with ld_ow >= N=%lld",
+                           ep->outliers, ep->outliers, (long long)W->N);
+        if (!W->kernel->blis && W->kernel->prepare != b8_qgemm_oracle_prepare)
+            return b8_fail(e, BERT8_ERR_UNSUPPORTED, "the %s INT8 GEMM takes no fp32 outlier channels", W->kernel->name);
+    }
     if (ep->a_zero) {
         if (!ep->a_scale_per_row)
             return b8_fail(e, BERT8_ERR_INVALID_ARG, "qgemm: a_zero (per-row zero points) needs a_scale_per_row");

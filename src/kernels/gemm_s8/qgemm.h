@@ -1,7 +1,8 @@
 /* qgemm.h: the INT8 matrix product of bert8's quantized Linear layers (W8A8, SmoothQuant).
  *
  *   acc[m][n] = sum_k A[m][k] * W[n][k]            int8 x int8 -> int32, exact
- *   y         = fma(a_scale[m or 0] * w_scale[n], (float)acc[m][n], bias[n] or 0)
+ *   t         = bias[n] or 0;  t = fma(ox[m][i], ow[i][n], t) for i = 0 .. outliers-1
+ *   y         = fma(a_scale[m or 0] * w_scale[n], (float)acc[m][n], t)
  *   y         = act(y)                             none, GELU (erf), GELU (tanh), ReLU
  *   y         = y + residual[m][n]                 optional, fp32
  *   out       = y (fp32)   or   sat127(rne(fma(y, out_mul[n], out_zp))) (int8 in [-127, 127])
@@ -12,6 +13,9 @@
  * that a one-sided range (a GELU output) uses all 255 levels: acc then sums (A - z) W. A
  * per-row A may carry a zero point per row the same way (b8_qepilogue.a_zero, the dynamic
  * asymmetric quantizer's): acc[m][n] = sum_k (A[m][k] - a_zero[m]) W[n][k], exactly.
+ * A few input channels may be kept out of int8 (b8_qepilogue.outliers: the channels whose
+ * magnitude would set every token's scale): the caller zeroes them in A and in W and passes
+ * their fp32 values ox and weights ow, whose small product joins the bias in the epilogue.
  * The weights are packed once by b8_qweight_pack into the layout of the kernel chosen for
  * their shape; b8_qgemm then runs on the process-wide OpenMP pool.
  *
@@ -39,6 +43,13 @@ typedef struct b8_qepilogue {
      * then sums (A - a_zero[m]) W. Only the kernels b8_qweight_takes_row_zero accepts. */
     const int32_t *a_zero;
     const float *bias;    /* [N] or NULL */
+    /* Outlier channels in fp32 (0: none): ox [M][ld_ox] (the first `outliers` values of each
+     * row), ow [outliers][ld_ow] (ld_ow >= N); added to the bias in order, before the scale. */
+    int outliers;
+    const float *ox;
+    int64_t ld_ox;
+    const float *ow;
+    int64_t ld_ow;
     b8_act act;           /* NONE, GELU, GELU_TANH or RELU */
     const float *residual; /* [M][ld_res] added after the activation, or NULL; may equal out_f32 */
     int64_t ld_res;

@@ -141,7 +141,11 @@ epilogue_body(const int nv, const int32_t *acc, size_t ld_acc, int rows, int col
                 _mm256_loadu_si256((const __m256i *)(acc + i * ld_acc + 8 * j)),
                 _mm256_load_si256((const __m256i *)(cvb + 8 * j)));
             __m256 s = _mm256_mul_ps(as, _mm256_load_ps(wsb + 8 * j));
-            __m256 y = _mm256_fmadd_ps(s, _mm256_cvtepi32_ps(v), _mm256_load_ps(biasb + 8 * j));
+            __m256 t = _mm256_load_ps(biasb + 8 * j);
+            for (int o = 0; o < ep->outliers; o++)
+                t = _mm256_fmadd_ps(_mm256_set1_ps(ep->ox[m * ep->ld_ox + o]),
+                                    _mm256_maskload_ps(ep->ow + o * ep->ld_ow + n, mk[j]), t);
+            __m256 y = _mm256_fmadd_ps(s, _mm256_cvtepi32_ps(v), t);
             switch (ep->act) {
             case B8_ACT_GELU: y = b8_v8_gelu(y); break;
             case B8_ACT_GELU_TANH: y = b8_v8_gelu_tanh(y); break;

@@ -157,7 +157,11 @@ epi_row(const epi_ctx *x, const __m512i *acc, int64_t m, int64_t n0, const b8_qe
     for (int j = 0; j < NV; j++) {
         int64_t n = n0 + 16 * j;
         __m512i v = _mm512_sub_epi32(acc[j], x->cv[j]);
-        __m512 y = _mm512_fmadd_ps(s[j], _mm512_cvtepi32_ps(v), x->bias[j]);
+        __m512 t = x->bias[j];
+        for (int o = 0; o < ep->outliers; o++)
+            t = _mm512_fmadd_ps(_mm512_set1_ps(ep->ox[m * ep->ld_ox + o]),
+                                _mm512_maskz_loadu_ps(x->mk[j], ep->ow + o * ep->ld_ow + n), t);
+        __m512 y = _mm512_fmadd_ps(s[j], _mm512_cvtepi32_ps(v), t);
         if (act == B8_ACT_GELU) y = b8_v16_gelu(y);
         else if (act == B8_ACT_GELU_TANH) y = b8_v16_gelu_tanh(y);
         else if (act == B8_ACT_RELU) y = b8_v16_relu(y);

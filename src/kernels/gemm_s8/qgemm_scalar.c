@@ -23,7 +23,9 @@ void b8_qepilogue__scalar(const int32_t *acc, size_t ld_acc, int rows, int cols,
             int64_t n = n0 + j;
             int32_t v = acc[i * ld_acc + j] - (comp ? comp[n] : 0);
             float s = as * w_scale[n];
-            float y = fmaf(s, (float)v, ep->bias ? ep->bias[n] : 0.0f);
+            float t = ep->bias ? ep->bias[n] : 0.0f;
+            for (int o = 0; o < ep->outliers; o++) t = fmaf(ep->ox[m * ep->ld_ox + o], ep->ow[o * ep->ld_ow + n], t);
+            float y = fmaf(s, (float)v, t);
             switch (ep->act) {
             case B8_ACT_GELU: y = b8_vm_gelu(y); break;
             case B8_ACT_GELU_TANH: y = b8_vm_gelu_tanh(y); break;
