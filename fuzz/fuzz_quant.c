@@ -1,11 +1,12 @@
 /* fuzz_quant.c: an INT8 model folder through the public loader, bert8_model_load: the fuzzer
- * writes quantization_config.json and overwrites floats of the INT8 scale tensors
- * (weight_scale, smooth_factor, input_scale) in model.safetensors; an accepted folder then
+ * writes quantization_config.json and overwrites 4-byte values of the INT8 scale tensors
+ * (weight_scale, smooth_factor, input_scale) and, in a dynamic folder, of the fp32 outlier
+ * channels (outlier_index I32, outlier_weight) in model.safetensors; an accepted folder then
  * runs one forward pass. The INT8 checkpoint is made once at start-up from the golden bert_e2e
  * model (bert8_quantize + bert8_model_save, static or dynamic by the flag below), so the
  * harness does not depend on how the quantizer's files are laid out inside the library.
  * Input: quantization_config.json [\n#####\n patch]; the patch is read in records of 6 bytes
- * (little-endian u16 index into all scale floats, then 4 bytes of float). An empty first part
+ * (little-endian u16 index into all those values, then 4 bytes). An empty first part
  * means no quantization_config.json. */
 #include "fuzz_util.h" /* first: it defines _GNU_SOURCE */
 
@@ -66,10 +67,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     for (size_t i = 0; i < b8_st_count(st); i++) {
         const b8_st_tensor *t = b8_st_at(st, i);
         size_t nl = strlen(t->name);
-        static const char *const suf[] = {".weight_scale", ".smooth_factor", ".input_scale"};
-        for (int k = 0; k < 3; k++) {
+        static const char *const suf[] = {".weight_scale", ".smooth_factor", ".input_scale", ".outlier_index",
+                                          ".outlier_weight"};
+        for (int k = 0; k < 5; k++) {
             size_t sl = strlen(suf[k]);
-            if (nl > sl && !strcmp(t->name + nl - sl, suf[k]) && t->dtype == B8_F32)
+            if (nl > sl && !strcmp(t->name + nl - sl, suf[k]) && (t->dtype == B8_F32 || t->dtype == B8_I32))
                 for (size_t j = 0; j < t->nbytes / 4; j++)
                     scale_off[n_scale++] = t->file_offset + 4 * j;
         }

@@ -307,6 +307,13 @@ typedef struct bert8_quant_params {
                                1), 0 per tensor with a calibrated scale (1-2% faster, further
                                from FP32 on real embedding models: docs/accuracy.md). As
                                ffn_out_per_token otherwise. */
+    int outliers;           /* input channels of each per-token (dynamic) Linear kept in fp32:
+                               the few of largest calibrated max |x|, which in int8 would set
+                               every token's scale and, smoothed, every weight row's; their small
+                               fp32 product joins the GEMM's epilogue (docs/int8.md). -1 (the
+                               default): 4 with the dynamic scheme, 0 with the static one (whose
+                               FFN-in and FFN-out run per token too: a few % of speed for some
+                               fidelity there); 0 none; at most 64 (and an eighth of the inputs) */
 } bert8_quant_params;
 
 bert8_quant_params bert8_default_quant_params(void);

@@ -112,6 +112,14 @@ case "$mode" in
       echo
       rm -rf "$work"
     done
+    # the INT8 folder of the dynamic scheme, whose Linears carry fp32 outlier channels
+    echo "== quant (dynamic folder): replay, then ${secs}s of fuzzing"
+    work=$(mktemp -d)
+    FUZZ_QUANT_DYNAMIC=1 "$B/fuzz/fuzz_quant" -max_total_time="$secs" $(flags_of quant) "$work" fuzz/corpus/quant \
+      >"$B/logs/ci-quant-dynamic.log" 2>&1 || { tail -40 "$B/logs/ci-quant-dynamic.log"; rm -rf "$work"; exit 1; }
+    grep -E "^Done|stat::number_of_executed_units|DONE" "$B/logs/ci-quant-dynamic.log" | tr '\n' ' '
+    echo
+    rm -rf "$work"
     ;;
   long)
     runs=${1:-1000000}

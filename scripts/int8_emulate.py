@@ -16,9 +16,11 @@ column max over all three (max, what bert8 does), the geometric mean of the thre
 (gmean), or a factor per projection with its own input quantization (separate: not what one
 fused product can do; an upper bound).
 Variants (comma-separated): row (the scheme above), wfp32 (weights unquantized: the activation
-error alone), KIND_fp32 (KIND in qkv, attention_output, ffn_in, ffn_out: that group FP32),
+error alone), KIND_fp32 (KIND in qkv, attention_output, ffn_in, ffn_out, or all: that group FP32),
 KIND_gG (that group's weights with one scale per output channel and per G inputs along K),
-only_KIND and only_KIND_gG (only that group quantized).
+KIND_oN (that group's N input channels of largest calibrated max |x| kept out of int8, input
+and weights in fp32, as `bert8 quantize --outliers N` does), only_KIND and only_KIND_gG / _oN
+(only that group quantized).
 A diagnosis, not the engine: checked against bert8 on all-mpnet-base-v2 (FFN-out alone 1 - cos
 5.80e-4 here, 5.83e-4 for bert8; everything, --qkv max, 1,500 pairs: mean 0.99889 / min 0.9939
 here, 0.99889 / 0.9934 for bert8). Needs torch and transformers.
@@ -36,7 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from embed_fidelity import read_stsb  # noqa: E402
 from int8_groups import read_lines  # noqa: E402
 
-VARIANT = r"(only_)?(qkv|attention_output|ffn_in|ffn_out)(?:_(fp32|g\d+))?|row|wfp32"
+VARIANT = r"(only_)?(qkv|attention_output|ffn_in|ffn_out|all)(?:_(fp32|g\d+|o\d+))?|row|wfp32"
 
 
 def kind_of(name):
@@ -131,10 +133,10 @@ def main():
             k = kind_of(n)
             if variant in ("row", "wfp32"):
                 mode = variant
-            elif k != target:
+            elif target != "all" and k != target:
                 mode = "fp32" if only else "row"
             else:
-                mode = "group" if form and form[0] == "g" else (form or "row")
+                mode = {"g": "group", "o": "outlier"}.get((form or "x")[0], form or "row")
             if mode == "fp32":
                 continue
             w = orig[n]
@@ -144,10 +146,17 @@ def main():
                 wm = st.amax(0) if a.qkv == "max" else st.clamp(min=1e-5).log().mean(0).exp()
             s = (amax[n].clamp(min=1e-5) ** a.alpha) / (wm.clamp(min=1e-5) ** (1 - a.alpha))
             s = s.clamp(1e-5, 1e5)
-            ws = w * s
+            keep = torch.ones_like(s, dtype=torch.bool)
+            if mode == "outlier":
+                keep[amax[n].topk(int(form[1:])).indices] = False
+            ws = w * s * keep
             wq = ws if mode == "wfp32" else qweight(ws, int(form[1:]) if mode == "group" else 0)
-            m.weight.data = wq / s
-            hooks.append(m.register_forward_pre_hook(lambda mod, inp, s=s: (qact(inp[0] / s) * s,)))
+            m.weight.data = torch.where(keep, wq / s, w)
+
+            def hook(mod, inp, s=s, keep=keep):
+                x = inp[0]
+                return (torch.where(keep, qact(x * keep / s) * s, x),)
+            hooks.append(m.register_forward_pre_hook(hook))
         e = embed(texts)
         for h in hooks:
             h.remove()

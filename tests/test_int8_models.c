@@ -193,6 +193,7 @@ TEST(dynamic_zero_points_bring_int8_closer_to_fp32) {
         p.scheme = BERT8_SCHEME_DYNAMIC;
         p.alpha = 0.5f;
         p.int8_attention = 0;
+        p.outliers = 0; /* the zero points alone */
         unsetenv("BERT8_DYNAMIC_ZERO_POINT");
         CHECKF(bert8_quantize(f, cs.b, (size_t)cs.n, &p, &qz, err, sizeof err) == BERT8_OK, "%s", err);
         setenv("BERT8_DYNAMIC_ZERO_POINT", "0", 1);
@@ -475,6 +476,44 @@ TEST(damaged_input_zero_point_rejected) {
     golden_set_free(&cs);
 }
 
+/* A dynamic folder's outlier channels (index I32 [r], weights F32 [n][r]): every damage is
+ * refused with a message naming it; without them the folder does not load (the int8 weights
+ * hold zeros there). */
+TEST(damaged_outlier_channels_rejected) {
+    char err[1024], good[512], bad[512];
+    bert8_model *f = NULL, *q = NULL;
+    CHECKF(bert8_model_load(tu_shared_path("golden/models/bert_seqcls"), NULL, &f, err, sizeof err) == 0, "%s", err);
+    if (!f) return;
+    golden_set cs;
+    golden_set_load(&cs, "bert_seqcls");
+    bert8_quant_params p = bert8_default_quant_params();
+    p.scheme = BERT8_SCHEME_DYNAMIC;
+    CHECKF(bert8_quantize(f, cs.b, (size_t)cs.n, &p, &q, err, sizeof err) == 0, "%s", err);
+    snprintf(good, sizeof good, "%s/ol-good", tu_tmpdir());
+    CHECKF(q && bert8_model_save(q, good, err, sizeof err) == 0, "%s", err);
+    bert8_model *r = NULL;
+    CHECKF(bert8_model_load(good, NULL, &r, err, sizeof err) == 0, "%s", err);
+    bert8_model_free(r);
+    snprintf(bad, sizeof bad, "%s/ol-bad", tu_tmpdir());
+    const char *ix = "bert.encoder.layer.0.output.dense.outlier_index";
+    const char *ow = "bert.encoder.layer.0.output.dense.outlier_weight";
+    corrupt_copy(good, bad, ix, CORRUPT_ZERO); /* a middle index set to 0: no longer rising */
+    expect_rejected(bad, "must rise strictly", "outlier_index out of order");
+    corrupt_copy(good, bad, ix, CORRUPT_INF); /* 0x7f800000: far past the inputs */
+    expect_rejected(bad, "must rise strictly", "outlier_index out of range");
+    corrupt_copy(good, bad, ix, CORRUPT_SHAPE);
+    expect_rejected(bad, "outlier_weight", "outlier_index of the wrong length");
+    corrupt_copy(good, bad, ow, CORRUPT_NAN);
+    expect_rejected(bad, "not finite", "NaN outlier_weight");
+    corrupt_copy(good, bad, ow, CORRUPT_SHAPE);
+    expect_rejected(bad, "outlier_weight", "wrong-shape outlier_weight");
+    corrupt_copy(good, bad, ow, CORRUPT_DROP);
+    expect_rejected(bad, "outlier_weight", "missing outlier_weight");
+    bert8_model_free(q);
+    bert8_model_free(f);
+    golden_set_free(&cs);
+}
+
 int main(void) {
     RUN(int8_models_agree_with_fp32);
     RUN(dynamic_zero_points_bring_int8_closer_to_fp32);
@@ -482,5 +521,6 @@ int main(void) {
     RUN(default_attention_is_int8_where_the_head_size_allows);
     RUN(corrupted_quantized_files_rejected);
     RUN(damaged_input_zero_point_rejected);
+    RUN(damaged_outlier_channels_rejected);
     return tu_finish();
 }

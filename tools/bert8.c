@@ -38,7 +38,7 @@ static const command COMMANDS[] = {
     {"quantize", cmd_quantize,
      "quantize MODEL_DIR -o OUT_DIR --calib FILE [--samples N] [--alpha A|auto] [--scheme static|dynamic] "
      "[--attention fp32|int8] [--embeddings fp32|int8] [--weight-bits 7|8] [--keep-fp32 PATTERN]\n"
-     "          [--ffn-out dynamic|static] [--ffn-in dynamic|static] [--unit-modes KIND=MODE,...]\n"
+     "          [--ffn-out dynamic|static] [--ffn-in dynamic|static] [--outliers N] [--unit-modes KIND=MODE,...]\n"
      "          [--max-drop POINTS --eval-task T --eval-data PATH [--eval-split split.json] [--eval-limit N] "
      "[--tune-fraction F]\n"
      "           [--tune-score conservative|plain] [--ranking both|output-error|metric] [--no-dynamic] [--no-trim] "

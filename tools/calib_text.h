@@ -39,6 +39,8 @@ bool parse_weight_bits(const char *cmd, const char *v, int *bits);
 bool parse_ffn_out(const char *cmd, const char *v, int *per_token);
 /* --ffn-in dynamic|static: the static scheme's FFN-in input per token (1) or per tensor (0) */
 bool parse_ffn_in(const char *cmd, const char *v, int *per_token);
+/* --outliers N (0 to 64): fp32 outlier input channels of each per-token Linear (NULL: as is) */
+bool parse_outliers(const char *cmd, const char *v, int *outliers);
 /* --alpha A|auto|none */
 bool parse_alpha(const char *cmd, const char *v, float *alpha, int *smooth);
 

@@ -261,7 +261,7 @@ int cmd_bench(int argc, char **argv) {
     if (cli_flag(&a, "--help") || cli_flag(&a, "-h")) {
         printf("usage: bert8 bench MODEL_DIR [--batch B] [--seq S] [--threads T] [--scheme static|dynamic]\n"
                "         [--alpha A|auto|none] [--attention fp32|int8] [--embeddings fp32|int8] [--ffn-out dynamic|static] [--ffn-in dynamic|static]\n"
-               "         [--weight-bits 7|8]\n"
+               "         [--weight-bits 7|8] [--outliers N]\n"
                "         [--calib FILE [--column C]] [--samples N]\n"
                "         [--iters N]\n"
                "         [--lengths FILE] [--roofline [--plot FILE.svg|png]] [--json]\n"
@@ -278,7 +278,7 @@ int cmd_bench(int argc, char **argv) {
     const char *ffn_out = cli_opt(&a, "--ffn-out"), *ffn_in = cli_opt(&a, "--ffn-in");
     const char *samples_s = cli_opt(&a, "--samples"), *lengths = cli_opt(&a, "--lengths"), *plot_path = cli_opt(&a, "--plot");
     const char *att = cli_opt(&a, "--attention"), *emb = cli_opt(&a, "--embeddings");
-    const char *wbits = cli_opt(&a, "--weight-bits");
+    const char *wbits = cli_opt(&a, "--weight-bits"), *outl = cli_opt(&a, "--outliers");
     bool json = cli_flag(&a, "--json"), roofline = cli_flag(&a, "--roofline") || plot_path;
     const char *dir = cli_positional(&a), *left = cli_leftover(&a);
     if (left) return cli_error(C, "unknown argument \"%s\"", left);
@@ -293,7 +293,7 @@ int cmd_bench(int argc, char **argv) {
     if (!parse_scheme(C, scheme_s, &p.scheme) || !parse_alpha(C, alpha_s, &p.alpha, &p.smooth) ||
         !parse_attention(C, att, &p.int8_attention) || !parse_embeddings(C, emb, &p.int8_embeddings) ||
         !parse_weight_bits(C, wbits, &p.weight_bits) || !parse_ffn_out(C, ffn_out, &p.ffn_out_per_token) ||
-        !parse_ffn_in(C, ffn_in, &p.ffn_in_per_token))
+        !parse_ffn_in(C, ffn_in, &p.ffn_in_per_token) || !parse_outliers(C, outl, &p.outliers))
         return 1;
     if (!dir && roofline && !plot_path) {
         /* no model: the machine's ceilings only */

@@ -222,6 +222,14 @@ bool parse_ffn_in(const char *cmd, const char *v, int *per_token) {
     return parse_per_token(cmd, "--ffn-in", v, per_token);
 }
 
+bool parse_outliers(const char *cmd, const char *v, int *outliers) {
+    if (!v) return true;
+    long n;
+    if (!cli_int(cmd, "--outliers", v, 0, 64, &n)) return false;
+    *outliers = (int)n;
+    return true;
+}
+
 bool parse_embeddings(const char *cmd, const char *v, int *int8) {
     *int8 = v && !strcmp(v, "int8");
     if (v && strcmp(v, "int8") && strcmp(v, "fp32")) {
@@ -1520,6 +1528,7 @@ int cmd_quantize(int argc, char **argv) {
     const char *att = cli_opt(&a, "--attention"), *emb = cli_opt(&a, "--embeddings");
     const char *wbits = cli_opt(&a, "--weight-bits"), *umodes = cli_opt(&a, "--unit-modes");
     const char *ffn_out = cli_opt(&a, "--ffn-out"), *ffn_in = cli_opt(&a, "--ffn-in");
+    const char *outl = cli_opt(&a, "--outliers");
     /* --max-drop and its evaluation */
     const char *drop_s = cli_opt(&a, "--max-drop"), *task_s = cli_opt(&a, "--eval-task");
     const char *edata = cli_opt(&a, "--eval-data"), *esplit = cli_opt(&a, "--eval-split");
@@ -1546,7 +1555,7 @@ int cmd_quantize(int argc, char **argv) {
     p.progress = !quiet;
     if (!parse_attention(C, att, &p.int8_attention) || !parse_embeddings(C, emb, &p.int8_embeddings) ||
         !parse_weight_bits(C, wbits, &p.weight_bits) || !parse_ffn_out(C, ffn_out, &p.ffn_out_per_token) ||
-        !parse_ffn_in(C, ffn_in, &p.ffn_in_per_token))
+        !parse_ffn_in(C, ffn_in, &p.ffn_in_per_token) || !parse_outliers(C, outl, &p.outliers))
         return 1;
     if (umodes && (drop_s || mincos_s))
         return cli_error(C, "--unit-modes takes neither --max-drop nor --min-cosine");

@@ -577,16 +577,16 @@ out:
 static PyObject *model_quantize(Model *m, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"batches", "scheme", "alpha", "smooth", "max_samples", "keep_fp32", "progress",
                              "int8_attention", "int8_embeddings", "weight_bits", "ffn_out_per_token",
-                             "ffn_in_per_token", NULL};
+                             "ffn_in_per_token", "outliers", NULL};
     PyObject *batches_o;
     int scheme = BERT8_SCHEME_STATIC, smooth = 1, progress = 0, int8_attention = -1, int8_embeddings = 0;
-    int weight_bits = 8, ffn_out_per_token = -1, ffn_in_per_token = -1;
+    int weight_bits = 8, ffn_out_per_token = -1, ffn_in_per_token = -1, outliers = -1;
     double alpha = -1.0;
     long long max_samples = 512;
     const char *keep = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|idpLzpipiii", kwlist, &batches_o, &scheme, &alpha, &smooth,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|idpLzpipiiii", kwlist, &batches_o, &scheme, &alpha, &smooth,
                                      &max_samples, &keep, &progress, &int8_attention, &int8_embeddings,
-                                     &weight_bits, &ffn_out_per_token, &ffn_in_per_token))
+                                     &weight_bits, &ffn_out_per_token, &ffn_in_per_token, &outliers))
         return NULL;
     if (!model_ready(m)) return NULL;
     PyObject *seq = PySequence_Tuple(batches_o);
@@ -628,6 +628,7 @@ static PyObject *model_quantize(Model *m, PyObject *args, PyObject *kw) {
     qp.weight_bits = weight_bits;
     qp.ffn_out_per_token = ffn_out_per_token;
     qp.ffn_in_per_token = ffn_in_per_token;
+    qp.outliers = outliers;
     bert8_model *q = NULL;
     char err[ERR_LEN] = "";
     bert8_status st;
@@ -705,7 +706,7 @@ static PyMethodDef model_methods[] = {
     {"quantize", (PyCFunction)(void (*)(void))model_quantize, METH_VARARGS | METH_KEYWORDS,
      "quantize(batches, scheme=0, alpha=-1 (auto), smooth=True, max_samples=512, keep_fp32=None, progress=False, "
      "int8_attention=-1, int8_embeddings=0, weight_bits=8, ffn_out_per_token=-1, "
-     "ffn_in_per_token=-1)"
+     "ffn_in_per_token=-1, outliers=-1)"
      " -> Model"},
     {"save", (PyCFunction)model_save, METH_VARARGS, "save(dir): writes a loadable folder of an INT8 model."},
     {"set_threads", (PyCFunction)model_set_threads, METH_O, "set_threads(n): OpenMP threads per call (0: cores)."},

@@ -94,6 +94,7 @@ def quantize(
     weight_bits: int = 8,
     ffn_out: str = "dynamic",
     ffn_in: str = "dynamic",
+    outliers: Optional[int] = None,
     lora_task: Optional[str] = None,
 ) -> Model:
     """Calibrates the FP32 model folder ``src`` on text, applies SmoothQuant and quantizes it to
@@ -127,6 +128,9 @@ def quantize(
             "dynamic" (the default since 2026-12-04: per token at run time) or "static" (per
             tensor: 1-2% faster, further from FP32 on real embedding models), as ``bert8
             quantize --ffn-in``.
+        outliers: input channels of each per-token Linear kept in fp32, those of largest
+            calibrated magnitude (None: the library's default, 4 with scheme "dynamic" and 0
+            with "static"; 0: none; at most 64), as ``bert8 quantize --outliers``.
         lora_task: the LoRA task whose adapters are folded into the weights before calibration
             (Jina embeddings v3; ``bert8.Model(src, lora_task=...)``); the INT8 folder holds it
             folded and records it (``quantization_config.json`` "lora_task").
@@ -154,6 +158,9 @@ def quantize(
         raise ValueError(f"ffn_out must be 'dynamic' or 'static', not {ffn_out!r}")
     if ffn_in not in ("dynamic", "static"):
         raise ValueError(f"ffn_in must be 'dynamic' or 'static', not {ffn_in!r}")
+    if outliers is not None and (isinstance(outliers, bool) or not isinstance(outliers, int)
+                                 or not 0 <= outliers <= 64):
+        raise ValueError(f"outliers must be an integer in [0, 64] or None, not {outliers!r}")
     if isinstance(keep_fp32, (list, tuple)):
         keep_fp32 = ",".join(keep_fp32)
     model = Model(src, threads, lora_task=lora_task)
@@ -171,7 +178,7 @@ def quantize(
     att = -1 if attention is None else int(attention == "int8")
     q = model._m.quantize(batches, 0 if scheme == "static" else 1, a, smooth, samples, keep_fp32, progress,
                           att, int(embeddings == "int8"), weight_bits, int(ffn_out == "dynamic"),
-                          int(ffn_in == "dynamic"))
+                          int(ffn_in == "dynamic"), -1 if outliers is None else outliers)
     result = Model._wrap(q, os.fspath(dst) if dst is not None else model.path)
     if dst is not None:
         result.save(dst)

@@ -161,19 +161,6 @@ static void normalize(const search *S, bert8_unit_mode *modes) {
         if (modes[u - B8_UNIT_ATTENTION_POS + B8_UNIT_QKV_POS] == BERT8_UNIT_FP32) modes[u] = BERT8_UNIT_FP32;
 }
 
-static b8_qlinear *qlinear_copy(const b8_qlinear *q) {
-    b8_qlinear *c = b8_qlinear_alloc(q->n, q->k);
-    if (!c) return NULL;
-    memcpy(c->wq, q->wq, (size_t)(q->n * q->k));
-    memcpy(c->w_scale, q->w_scale, (size_t)q->n * sizeof(float));
-    memcpy(c->bias, q->bias, (size_t)q->n * sizeof(float));
-    memcpy(c->smooth, q->smooth, (size_t)q->k * sizeof(float));
-    c->mode = q->mode;
-    c->a_scale = q->a_scale;
-    c->alpha = q->alpha;
-    return c;
-}
-
 /* The attention units' output error: on the first ATT_SEQS calibration sequences, run one at a
  * time through the FP32 model so the observer sees whole sequences, the attention block's output
  * (every head's context through the FP32 attention-output weights, which is what the rest of the
@@ -397,7 +384,7 @@ static bert8_status build_candidate(const search *S, const bert8_unit_mode *mode
         }
         switch (d->kind) {
         case B8_UNIT_LINEAR:
-            if (!(ly->q[d->group] = qlinear_copy(form->q)))
+            if (!(ly->q[d->group] = b8_qlinear_copy(form->q)))
                 st = b8_fail(S->e, BERT8_ERR_NOMEM, "out of memory for a candidate");
             break;
         case B8_UNIT_ATTENTION: /* after its layer's QKV unit (a lower index): only over an INT8 one */

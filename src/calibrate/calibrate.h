@@ -8,6 +8,8 @@
 #include "model/session.h"
 
 #define B8_CALIB_SAMPLE_ROWS 256 /* rows kept per site for the alpha search */
+#define B8_DEFAULT_OUTLIERS 4    /* fp32 outlier input channels of each per-token Linear in the dynamic scheme
+                                    (bert8_quant_params.outliers) */
 
 typedef struct b8_site_stats {
     int64_t k;       /* channels (0: site not observed) */

@@ -16,7 +16,7 @@ bert8_quant_params bert8_default_quant_params(void) {
     bert8_quant_params p = {.scheme = BERT8_SCHEME_STATIC, .alpha = -1.0f, .smooth = 1, .max_samples = 512,
                             .keep_fp32 = NULL, .progress = 0, .int8_attention = -1, .int8_embeddings = 0,
                             .unit_modes = NULL, .weight_bits = 8, .ffn_out_per_token = -1,
-                            .ffn_in_per_token = -1};
+                            .ffn_in_per_token = -1, .outliers = -1};
     return p;
 }
 
@@ -36,19 +36,36 @@ static bert8_status candidate_error(int64_t n, int64_t k, const b8_site_stats *s
     }
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < k; j++) wd[i * k + j] = q->wq[i * k + j] * q->w_scale[i];
+    /* outlier channels: their exact fp32 products (the weight columns read them, the int8
+     * quantizer sees 0) */
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t o = 0; o < q->n_out; o++) wd[i * k + q->out_idx[o]] = q->out_w[i * q->n_out + o];
     for (int64_t r = 0; r < S; r++) {
         const float *xr = ss->sample + r * k;
         float a = q->a_scale, z = q->a_zero;
+        int64_t o = 0;
         if (q->mode == B8_QMODE_DYNAMIC) {
             float lo = 0, hi = 0, inv;
             for (int64_t j = 0; j < k; j++) {
+                if (o < q->n_out && q->out_idx[o] == j) {
+                    o++;
+                    continue;
+                }
                 const float v = xr[j] / q->smooth[j];
                 lo = v < lo ? v : lo;
                 hi = v > hi ? v : hi;
             }
             b8_qzp_params(lo, hi, &a, &inv, &z);
         }
-        for (int64_t j = 0; j < k; j++) xd[r * k + j] = ((float)b8_q8(xr[j] / q->smooth[j] / a + z) - z) * a;
+        o = 0;
+        for (int64_t j = 0; j < k; j++) {
+            if (o < q->n_out && q->out_idx[o] == j) {
+                xd[r * k + j] = xr[j];
+                o++;
+                continue;
+            }
+            xd[r * k + j] = ((float)b8_q8(xr[j] / q->smooth[j] / a + z) - z) * a;
+        }
     }
     if ((st = b8_sgemm_w_pack(wd, NULL, n, k, B8_ACT_NONE, false, &pw, e)) ||
         (st = b8_sgemm(pw, xd, k, S, y, n, e)))
@@ -94,8 +111,9 @@ done:
 
 /* b8_qlinear_from_fp32, then the asymmetric static range where asked for */
 static bert8_status make_group(const float *w, const float *b, int64_t n, int64_t k, const b8_site_stats *ss,
-                               float alpha, b8_qmode mode, int wb, bool zero_point, b8_qlinear **out, b8_err *e) {
-    bert8_status st = b8_qlinear_from_fp32(w, b, n, k, ss->amax, alpha, mode, wb, out, e);
+                               float alpha, b8_qmode mode, int wb, int outliers, bool zero_point, b8_qlinear **out,
+                               b8_err *e) {
+    bert8_status st = b8_qlinear_from_fp32(w, b, n, k, ss->amax, alpha, mode, wb, outliers, out, e);
     if (st == BERT8_OK && zero_point && mode == B8_QMODE_STATIC && ss->cmin && ss->cmax)
         b8_qlinear_set_range(*out, ss->cmin, ss->cmax);
     return st;
@@ -108,9 +126,10 @@ bert8_status b8_quantize_group(const float *w, const float *b, int64_t n, int64_
     /* smoothing off (s = 1) keeps the calibrated ranges: naive W8A8 still needs its static
      * activation scale. Without samples, auto falls back to 0.5. */
     const int wb = p->weight_bits; /* 7 or 8: b8_quant_resolve and b8_quant_check ran */
-    if (!p->smooth) return make_group(w, b, n, k, ss, -1.0f, mode, wb, zero_point, out, e);
+    const int no = p->outliers; /* resolved: 0 to 64 */
+    if (!p->smooth) return make_group(w, b, n, k, ss, -1.0f, mode, wb, no, zero_point, out, e);
     if (p->alpha >= 0 || ss->kept == 0)
-        return make_group(w, b, n, k, ss, p->alpha >= 0 ? p->alpha : 0.5f, mode, wb, zero_point, out, e);
+        return make_group(w, b, n, k, ss, p->alpha >= 0 ? p->alpha : 0.5f, mode, wb, no, zero_point, out, e);
     const int64_t S = ss->kept;
     float *yref = b8_malloc_aligned((size_t)(S * n) * sizeof(float));
     b8_sgemm_w *pw = NULL;
@@ -124,7 +143,7 @@ bert8_status b8_quantize_group(const float *w, const float *b, int64_t n, int64_
     for (size_t i = 0; i < sizeof ALPHA_GRID / sizeof *ALPHA_GRID; i++) {
         b8_qlinear *q = NULL;
         double err = INFINITY;
-        if ((st = make_group(w, b, n, k, ss, ALPHA_GRID[i], mode, wb, zero_point, &q, e)) ||
+        if ((st = make_group(w, b, n, k, ss, ALPHA_GRID[i], mode, wb, no, zero_point, &q, e)) ||
             (st = candidate_error(n, k, ss, yref, q, &err, e))) {
             b8_qlinear_free(q);
             b8_qlinear_free(best);
@@ -229,6 +248,9 @@ void b8_quant_resolve(const bert8_model *fp32, bert8_quant_params *p) {
     if (p->weight_bits == 0) p->weight_bits = 8;
     if (p->ffn_out_per_token == -1) p->ffn_out_per_token = 1;
     if (p->ffn_in_per_token == -1) p->ffn_in_per_token = 1;
+    /* the dynamic scheme is the accuracy-first one: its default keeps outlier channels in fp32
+     * (3-7% of speed); the static scheme's per-token groups keep none unless asked */
+    if (p->outliers == -1) p->outliers = p->scheme == BERT8_SCHEME_DYNAMIC ? B8_DEFAULT_OUTLIERS : 0;
 }
 
 bert8_status b8_quant_check(const bert8_model *fp32, const bert8_quant_params *p, b8_err *e) {
@@ -246,6 +268,10 @@ bert8_status b8_quant_check(const bert8_model *fp32, const bert8_quant_params *p
     if (p->ffn_out_per_token != 0 && p->ffn_out_per_token != 1)
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "ffn_out_per_token must be -1 (the default: per token), 0 or 1, not %d",
                        p->ffn_out_per_token);
+    if (p->outliers < 0 || p->outliers > B8_MAX_OUTLIERS)
+        return b8_fail(e, BERT8_ERR_INVALID_ARG,
+                       "outliers must be -1 (the default: %d with the dynamic scheme, 0 with the static one), or 0 to %d, not %d",
+                       B8_DEFAULT_OUTLIERS, B8_MAX_OUTLIERS, p->outliers);
     if (p->ffn_in_per_token != 0 && p->ffn_in_per_token != 1)
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "ffn_in_per_token must be -1 (the default: per token), 0 or 1, not %d",
                        p->ffn_in_per_token);

@@ -89,6 +89,11 @@ bool b8_fused_name(bert8_arch arch, const char *prefix, int64_t layer, b8_group 
 #define B8_QT_INPUT_SCALE "input_scale"     /* F32 [1]: static scheme, scale of the smoothed input */
 #define B8_QT_INPUT_ZERO "input_zero_point" /* F32 [1], optional: static, the input's zero point (an
                                                integer in [-127, 127]; FFN-out only; version 4) */
+/* Optional, dynamic Linears only: the input channels kept in fp32 (bert8_quant_params.outliers):
+ * "<base>.outlier_index" I32 [r] (strictly ascending) and "<base>.outlier_weight" F32 [n][r],
+ * their unsmoothed weights; the int8 weight columns there are 0 and their smooth_factor 1. */
+#define B8_QT_OUTLIER_INDEX "outlier_index"
+#define B8_QT_OUTLIER_WEIGHT "outlier_weight"
 /* INT8 attention: "<query|key|value base>.output_scale", F32 [1], the per-tensor scale of the
  * int8 Q, K and V the QKV product emits. */
 #define B8_QT_OUTPUT_SCALE "output_scale"

@@ -24,7 +24,8 @@
 #include "io/names.h"
 
 #define B8_QFORMAT_METHOD "bert8-smoothquant"
-#define B8_QFORMAT_VERSION 4 /* 4: a static FFN-out input may have a zero point (input_zero_point) */
+#define B8_QFORMAT_VERSION 5 /* 4: a static FFN-out input may have a zero point (input_zero_point); 5: a
+                                dynamic Linear may keep fp32 outlier channels (outlier_index, outlier_weight) */
 
 typedef enum b8_qmode {
     B8_QMODE_FP32,    /* the group stays FP32 */

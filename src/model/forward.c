@@ -44,7 +44,7 @@ bert8_status bert8_session_create(const bert8_model *model, bert8_session **out)
 void bert8_session_free(bert8_session *s) {
     if (!s) return;
     b8_buf *bufs[] = {&s->x,     &s->qkv,    &s->ctx,   &s->ffn,   &s->xq,     &s->hq, &s->qkvq,
-                      &s->rowscale, &s->rowscale2, &s->rowzero2, &s->rowzero, &s->att, &s->gemm_ws, &s->relb, &s->relidx, &s->mlm, &s->rope,
+                      &s->rowscale, &s->rowscale2, &s->rowzero2, &s->rowzero, &s->ox, &s->att, &s->gemm_ws, &s->relb, &s->relidx, &s->mlm, &s->rope,
                       &s->rope_local, &s->gate,
                       &s->starts, &s->first,
                       &s->pooled, &s->tmp,   &s->logits, &s->start, &s->end};
@@ -344,10 +344,20 @@ static bert8_status run_group(bert8_session *s, const b8_layer *ly, int64_t M, c
         xq = c->qbuf;
         prof_mark(s, BERT8_OP_QUANTIZE, t);
     }
+    /* outlier channels: their fp32 values, gathered from the input the quantizer read (which
+     * saw them as 0), for the epilogue's small fp32 product */
+    float *ox = s->ox.p;
+    for (int64_t m = 0; q->n_out && m < M; m++)
+        for (int64_t o = 0; o < q->n_out; o++) ox[m * q->n_out + o] = c->x[m * q->k + q->out_idx[o]];
     b8_qepilogue ep = {.a_scale = dyn ? c->rowscale : &q->a_scale,
                        .a_scale_per_row = dyn,
                        .a_zero = rowzero,
                        .bias = q->bias,
+                       .outliers = (int)q->n_out,
+                       .ox = ox,
+                       .ld_ox = q->n_out,
+                       .ow = q->out_wt,
+                       .ld_ow = q->n,
                        .act = c->g == B8_GROUP_FFN_IN && cfg->desc->ffn != B8_FFN_GLU ? cfg->act : B8_ACT_NONE,
                        .residual = residual ? c->out_f32 : NULL,
                        .ld_res = residual ? c->ldc : 0,
@@ -1001,7 +1011,8 @@ static bert8_status forward_rows(bert8_session *s, const input *bt, bert8_output
          (st = b8_buf_reserve(&s->rowscale, (size_t)M, sizeof(float), e)) ||
          (st = b8_buf_reserve(&s->rowscale2, (size_t)M, sizeof(float), e)) ||
          (st = b8_buf_reserve(&s->rowzero2, (size_t)M, sizeof(int32_t), e)) ||
-         (st = b8_buf_reserve(&s->rowzero, (size_t)M, sizeof(int32_t), e))))
+         (st = b8_buf_reserve(&s->rowzero, (size_t)M, sizeof(int32_t), e)) ||
+         (st = b8_buf_reserve(&s->ox, (size_t)M, B8_MAX_OUTLIERS * sizeof(float), e))))
         return st;
     if ((st = rel_table(s, &r)) || (st = rel_index(s, &r)) || (st = rope_table(s, &r))) return st;
     double t = prof_start(s);

@@ -279,6 +279,30 @@ static bert8_status load_qlinear(loader *L, const char *base, int64_t n, int64_t
         }
         q->a_zero = z[0];
     }
+    snprintf(name, sizeof name, "%s.%s", base, B8_QT_OUTLIER_INDEX);
+    if ((t = find_tensor(m, name, false))) {
+        if (t->dtype != B8_I32 || t->ndim != 1 || t->shape[0] < 1 || t->shape[0] > k / 8) {
+            st = b8_fail(L->e, BERT8_ERR_FORMAT, "%s: tensor \"%s\" must be I32 [r] with 1 <= r <= %lld", m->dir, name,
+                         (long long)(k / 8));
+            goto fail;
+        }
+        const int64_t r = t->shape[0];
+        int32_t idx[B8_MAX_OUTLIERS];
+        if (r > B8_MAX_OUTLIERS) {
+            st = b8_fail(L->e, BERT8_ERR_FORMAT, "%s: tensor \"%s\" names %lld outlier channels, more than %d", m->dir,
+                         name, (long long)r, B8_MAX_OUTLIERS);
+            goto fail;
+        }
+        memcpy(idx, t->data, (size_t)r * sizeof(int32_t));
+        const float *ow = NULL;
+        int64_t s2[2] = {n, r};
+        snprintf(name, sizeof name, "%s.%s", base, B8_QT_OUTLIER_WEIGHT);
+        if ((st = get_f32(L, name, false, 2, s2, &ow))) goto fail;
+        if ((st = b8_qlinear_set_outliers(q, idx, r, ow, L->e))) {
+            b8_wrap(L->e, "%s: %s", m->dir, base);
+            goto fail;
+        }
+    }
     *out = q;
     return BERT8_OK;
 fail:
@@ -495,7 +519,7 @@ bert8_status b8_model_prepare_int8(bert8_model *m, b8_err *e) {
      * scales (no calibration: it needs none), as SPLADE and fill-mask run it on every token. */
     if (m->has_mlm && !m->mlm_q) {
         if ((st = b8_qlinear_from_fp32(m->mlm_dec_w, m->mlm_dec_b, m->cfg.vocab_size, m->cfg.hidden_size, NULL, -1.0f,
-                                       B8_QMODE_DYNAMIC, m->weight_bits == 7 ? 7 : 8, &m->mlm_q, e)) ||
+                                       B8_QMODE_DYNAMIC, m->weight_bits == 7 ? 7 : 8, 0, &m->mlm_q, e)) ||
             (st = b8_qlinear_prepare(m->mlm_q, NULL, NULL, e)))
             return b8_wrap(e, "the masked-LM decoder");
         b8_sgemm_w_free(m->mlm_dec);

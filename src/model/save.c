@@ -79,6 +79,13 @@ static void wl_qlinear(wlist *w, const char *base, const b8_qlinear *q, const in
         snprintf(name, sizeof name, "%s.%s", base, B8_QT_INPUT_ZERO);
         wl_add(w, name, B8_F32, 1, s1, &q->a_zero);
     }
+    if (q->n_out) {
+        int64_t sr[1] = {q->n_out}, snr[2] = {n, q->n_out};
+        snprintf(name, sizeof name, "%s.%s", base, B8_QT_OUTLIER_INDEX);
+        wl_add(w, name, B8_I32, 1, sr, q->out_idx);
+        snprintf(name, sizeof name, "%s.%s", base, B8_QT_OUTLIER_WEIGHT);
+        wl_add(w, name, B8_F32, 2, snr, q->out_w + r0 * q->n_out);
+    }
 }
 
 /* Whether tensor name is "<base>.<suffix>" for one of the quantized bases. */

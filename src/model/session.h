@@ -24,6 +24,7 @@ struct bert8_session {
     /* int32 [M]: the zero points of a per-token input (row_zero, forward.c): rowzero with
      * rowscale, rowzero2 with rowscale2 (FFN-out) */
     b8_buf rowzero, rowzero2;
+    b8_buf ox;      /* a dynamic group's fp32 outlier channels [M][n_out] (b8_qlinear.out_idx) */
     b8_buf qkvq;    /* INT8 attention: int8 Q|K|V [M][3H] */
     b8_buf att;     /* attention scratch, one slice per thread */
     b8_buf gemm_ws; /* INT8 GEMM scratch (packed activations, tiles) */

@@ -25,6 +25,9 @@ void b8_qlinear_free(b8_qlinear *q) {
     b8_free_aligned(q->in_mul);
     b8_free_aligned(q->ln_qg);
     b8_free_aligned(q->ln_qb);
+    free(q->out_idx);
+    b8_free_aligned(q->out_w);
+    b8_free_aligned(q->out_wt);
     free(q);
 }
 
@@ -69,18 +72,35 @@ static bert8_status smooth_factors(const float *w, int64_t n, int64_t k, const f
     return BERT8_OK;
 }
 
-/* Quantizes W * s per output channel to [-qmax, qmax]. */
-static void quantize_weights(const float *w, int64_t n, int64_t k, const float *s, float qmax, int8_t *wq,
-                             float *w_scale) {
+/* Quantizes W * s per output channel to [-qmax, qmax]; columns with skip[j] (skip may be NULL)
+ * become 0 and do not count towards the scale. */
+static void quantize_weights(const float *w, int64_t n, int64_t k, const float *s, const uint8_t *skip, float qmax,
+                             int8_t *wq, float *w_scale) {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; i++) {
         float m = 0;
-        for (int64_t j = 0; j < k; j++) m = fmaxf(m, fabsf(w[i * k + j] * s[j]));
+        for (int64_t j = 0; j < k; j++)
+            if (!skip || !skip[j]) m = fmaxf(m, fabsf(w[i * k + j] * s[j]));
         float sc = m > 0 ? m / qmax : 1.0f;
         w_scale[i] = sc;
         float inv = 1.0f / sc;
-        for (int64_t j = 0; j < k; j++) wq[i * k + j] = b8_q8(w[i * k + j] * s[j] * inv);
+        for (int64_t j = 0; j < k; j++) wq[i * k + j] = skip && skip[j] ? 0 : b8_q8(w[i * k + j] * s[j] * inv);
     }
+}
+
+/* The count channels of largest amax (ties: the lower index), ascending, into idx. */
+static void pick_outliers(const float *amax, int64_t k, int64_t count, int32_t *idx, uint8_t *mark) {
+    memset(mark, 0, (size_t)k);
+    for (int64_t o = 0; o < count; o++) {
+        int64_t best = -1;
+        for (int64_t j = 0; j < k; j++)
+            if (!mark[j] && (best < 0 || amax[j] > amax[best])) best = j;
+        if (best < 0) break;
+        mark[best] = 1;
+    }
+    int64_t o = 0;
+    for (int64_t j = 0; j < k; j++)
+        if (mark[j]) idx[o++] = (int32_t)j;
 }
 
 static float static_scale(const float *amax, const float *s, int64_t k) {
@@ -105,7 +125,8 @@ void b8_qlinear_set_range(b8_qlinear *q, const float *cmin, const float *cmax) {
 }
 
 bert8_status b8_qlinear_from_fp32(const float *w, const float *b, int64_t n, int64_t k, const float *amax,
-                                  float alpha, b8_qmode mode, int weight_bits, b8_qlinear **out, b8_err *e) {
+                                  float alpha, b8_qmode mode, int weight_bits, int64_t outliers, b8_qlinear **out,
+                                  b8_err *e) {
     *out = NULL;
     if (weight_bits != 7 && weight_bits != 8)
         return b8_fail(e, BERT8_ERR_INVALID_ARG, "weight_bits must be 7 or 8, not %d", weight_bits);
@@ -123,13 +144,94 @@ bert8_status b8_qlinear_from_fp32(const float *w, const float *b, int64_t n, int
         b8_qlinear_free(q);
         return st;
     }
-    quantize_weights(w, n, k, q->smooth, weight_bits == 7 ? 64.0f : 127.0f, q->wq, q->w_scale);
+    const int64_t r = mode == B8_QMODE_DYNAMIC && amax && outliers > 0 ? (outliers < k / 8 ? outliers : k / 8) : 0;
+    uint8_t *mark = NULL;
+    if (r > 0) {
+        mark = malloc((size_t)k);
+        q->out_idx = malloc((size_t)r * sizeof(int32_t));
+        q->out_w = b8_malloc_aligned((size_t)(n * r) * sizeof(float));
+        if (!mark || !q->out_idx || !q->out_w) {
+            free(mark);
+            b8_qlinear_free(q);
+            return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+        }
+        q->n_out = r;
+        pick_outliers(amax, k, r, q->out_idx, mark);
+        for (int64_t o = 0; o < r; o++) q->smooth[q->out_idx[o]] = 1.0f;
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t o = 0; o < r; o++) q->out_w[i * r + o] = w[i * k + q->out_idx[o]];
+    }
+    quantize_weights(w, n, k, q->smooth, mark, weight_bits == 7 ? 64.0f : 127.0f, q->wq, q->w_scale);
+    free(mark);
     if (b) memcpy(q->bias, b, (size_t)n * sizeof(float));
     q->mode = mode;
     q->alpha = amax && alpha >= 0 ? alpha : -1.0f;
     q->a_scale = mode == B8_QMODE_STATIC ? static_scale(amax, q->smooth, k) : 0.0f;
     *out = q;
     return BERT8_OK;
+}
+
+bert8_status b8_qlinear_set_outliers(b8_qlinear *q, const int32_t *idx, int64_t count, const float *w, b8_err *e) {
+    if (q->mode != B8_QMODE_DYNAMIC)
+        return b8_fail(e, BERT8_ERR_FORMAT, "outlier channels belong to a dynamic INT8 Linear, not a %s one",
+                       b8_qmode_name(q->mode));
+    if (count <= 0 || count > q->k / 8 || count > B8_MAX_OUTLIERS)
+        return b8_fail(e, BERT8_ERR_FORMAT, "%lld outlier channels for %lld inputs (1 to %lld, at most %d)",
+                       (long long)count, (long long)q->k, (long long)(q->k / 8), B8_MAX_OUTLIERS);
+    for (int64_t o = 0; o < count; o++) {
+        if (idx[o] < 0 || idx[o] >= q->k || (o > 0 && idx[o] <= idx[o - 1]))
+            return b8_fail(e, BERT8_ERR_FORMAT, "outlier channel %lld is %d: the indices must rise strictly within [0, %lld)",
+                           (long long)o, (int)idx[o], (long long)q->k);
+        if (q->smooth[idx[o]] != 1.0f)
+            return b8_fail(e, BERT8_ERR_FORMAT, "outlier channel %d has smoothing %g, not 1", (int)idx[o],
+                           (double)q->smooth[idx[o]]);
+        for (int64_t i = 0; q->wq && i < q->n; i++)
+            if (q->wq[i * q->k + idx[o]] != 0)
+                return b8_fail(e, BERT8_ERR_FORMAT, "outlier channel %d has a nonzero int8 weight in row %lld",
+                               (int)idx[o], (long long)i);
+    }
+    for (int64_t i = 0; i < q->n * count; i++)
+        if (!isfinite(w[i]))
+            return b8_fail(e, BERT8_ERR_FORMAT, "outlier weight [%lld][%lld] is %g, not finite", (long long)(i / count),
+                           (long long)(i % count), (double)w[i]);
+    int32_t *ni = malloc((size_t)count * sizeof(int32_t));
+    float *nw = b8_malloc_aligned((size_t)(q->n * count) * sizeof(float));
+    if (!ni || !nw) {
+        free(ni);
+        b8_free_aligned(nw);
+        return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+    }
+    memcpy(ni, idx, (size_t)count * sizeof(int32_t));
+    memcpy(nw, w, (size_t)(q->n * count) * sizeof(float));
+    free(q->out_idx);
+    b8_free_aligned(q->out_w);
+    b8_free_aligned(q->out_wt);
+    q->out_wt = NULL;
+    q->out_idx = ni;
+    q->out_w = nw;
+    q->n_out = count;
+    return BERT8_OK;
+}
+
+b8_qlinear *b8_qlinear_copy(const b8_qlinear *q) {
+    b8_qlinear *c = b8_qlinear_alloc(q->n, q->k);
+    if (!c) return NULL;
+    if (b8_qlinear_weights(q, c->wq, NULL) != BERT8_OK) {
+        b8_qlinear_free(c);
+        return NULL;
+    }
+    memcpy(c->w_scale, q->w_scale, (size_t)q->n * sizeof(float));
+    memcpy(c->bias, q->bias, (size_t)q->n * sizeof(float));
+    memcpy(c->smooth, q->smooth, (size_t)q->k * sizeof(float));
+    c->mode = q->mode;
+    c->a_scale = q->a_scale;
+    c->a_zero = q->a_zero;
+    c->alpha = q->alpha;
+    if (q->n_out && b8_qlinear_set_outliers(c, q->out_idx, q->n_out, q->out_w, NULL) != BERT8_OK) {
+        b8_qlinear_free(c);
+        return NULL;
+    }
+    return c;
 }
 
 bert8_status b8_qlinear_stack(b8_qlinear *const *parts, int count, const char *what, b8_qlinear **out,
@@ -140,9 +242,10 @@ bert8_status b8_qlinear_stack(b8_qlinear *const *parts, int count, const char *w
     for (int i = 0; i < count; i++) {
         const b8_qlinear *p = parts[i];
         if (p->k != p0->k || p->mode != p0->mode || p->a_scale != p0->a_scale || p->a_zero != p0->a_zero ||
-            memcmp(p->smooth, p0->smooth, (size_t)p0->k * sizeof(float)))
-            return b8_fail(e, BERT8_ERR_FORMAT, "%s: the stacked Linears must share smooth_factor, input_scale and mode",
-                           what);
+            memcmp(p->smooth, p0->smooth, (size_t)p0->k * sizeof(float)) || p->n_out != p0->n_out ||
+            (p->n_out && memcmp(p->out_idx, p0->out_idx, (size_t)p0->n_out * sizeof(int32_t))))
+            return b8_fail(e, BERT8_ERR_FORMAT,
+                           "%s: the stacked Linears must share smooth_factor, input_scale, outlier channels and mode", what);
         n += p->n;
     }
     b8_qlinear *q = b8_qlinear_alloc(n, p0->k);
@@ -152,12 +255,21 @@ bert8_status b8_qlinear_stack(b8_qlinear *const *parts, int count, const char *w
     q->a_zero = p0->a_zero;
     q->alpha = p0->alpha;
     memcpy(q->smooth, p0->smooth, (size_t)p0->k * sizeof(float));
+    const int64_t no = p0->n_out;
+    if (no && (!(q->out_idx = malloc((size_t)no * sizeof(int32_t))) ||
+               !(q->out_w = b8_malloc_aligned((size_t)(n * no) * sizeof(float))))) {
+        b8_qlinear_free(q);
+        return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+    }
+    q->n_out = no;
+    if (no) memcpy(q->out_idx, p0->out_idx, (size_t)no * sizeof(int32_t));
     int64_t r = 0;
     for (int i = 0; i < count; i++) {
         const b8_qlinear *p = parts[i];
         memcpy(q->wq + r * q->k, p->wq, (size_t)(p->n * p->k));
         memcpy(q->w_scale + r, p->w_scale, (size_t)p->n * sizeof(float));
         memcpy(q->bias + r, p->bias, (size_t)p->n * sizeof(float));
+        if (no) memcpy(q->out_w + r * no, p->out_w, (size_t)(p->n * no) * sizeof(float));
         r += p->n;
     }
     *out = q;
@@ -175,6 +287,20 @@ bert8_status b8_qlinear_prepare(b8_qlinear *q, const float *ln_g, const float *l
     if (!q->in_mul && !(q->in_mul = b8_malloc_aligned((size_t)q->k * sizeof(float))))
         return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
     for (int64_t j = 0; j < q->k; j++) q->in_mul[j] = stat ? 1.0f / (q->smooth[j] * q->a_scale) : 1.0f / q->smooth[j];
+    if (q->n_out) {
+        if (stat)
+            return b8_fail(e, BERT8_ERR_FORMAT, "INT8 Linear %lld x %lld: outlier channels need a dynamic input",
+                           (long long)q->n, (long long)q->k);
+        /* the quantizer sees 0 on an outlier channel: it neither sets the row's scale nor
+         * reaches the (zero) int8 weights; the epilogue adds its fp32 product */
+        for (int64_t o = 0; o < q->n_out; o++) q->in_mul[q->out_idx[o]] = 0.0f;
+        if (!q->out_wt) {
+            if (!(q->out_wt = b8_malloc_aligned((size_t)(q->n * q->n_out) * sizeof(float))))
+                return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+            for (int64_t i = 0; i < q->n; i++)
+                for (int64_t o = 0; o < q->n_out; o++) q->out_wt[o * q->n + i] = q->out_w[i * q->n_out + o];
+        }
+    }
     if (stat && ln_g && ln_b && !q->ln_qg) {
         q->ln_qg = b8_malloc_aligned((size_t)q->k * sizeof(float));
         q->ln_qb = b8_malloc_aligned((size_t)q->k * sizeof(float));

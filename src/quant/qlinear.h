@@ -14,6 +14,8 @@
 #include "io/qformat.h"
 #include "kernels/gemm_s8/qgemm.h"
 
+#define B8_MAX_OUTLIERS 64 /* fp32 outlier input channels of one Linear, at most */
+
 typedef struct b8_qlinear {
     int64_t n, k;
     b8_qmode mode;    /* B8_QMODE_STATIC or B8_QMODE_DYNAMIC */
@@ -24,10 +26,18 @@ typedef struct b8_qlinear {
     float a_scale;    /* static: scale of the smoothed input; 0 dynamic */
     float a_zero;     /* static: zero point of the int8 input (an integer in [-127, 127]); 0 symmetric */
     float alpha;      /* migration strength used (< 0: smoothing off) */
+    /* Outlier input channels kept in fp32 (dynamic only; 0: none): the few channels with the
+     * largest calibrated max |x|, which would otherwise set every token's scale and, smoothed,
+     * every output channel's weight scale. Their int8 weight columns are 0, their smoothing 1;
+     * y gains x[:, out_idx] out_w^T in fp32 (the GEMM epilogue, b8_qepilogue.outliers). */
+    int64_t n_out;
+    int32_t *out_idx; /* [n_out], strictly ascending */
+    float *out_w;     /* [n][n_out]: their FP32 weights */
     /* derived by b8_qlinear_prepare */
     float *in_mul;    /* [k]: 1 / (smooth * a_scale) static, 1 / smooth dynamic */
     float *ln_qg, *ln_qb; /* static: the LayerNorm feeding this Linear with in_mul folded into
                              gamma and beta (NULL when no LayerNorm was given) */
+    float *out_wt;    /* [n_out][n]: out_w transposed for the epilogue (in_mul is 0 on them) */
     b8_qweight *packed;
 } b8_qlinear;
 
@@ -54,9 +64,17 @@ void b8_qlinear_free(b8_qlinear *q); /* NULL is a no-op */
 /* Builds an INT8 Linear from FP32 W [n][k] and bias [n] (NULL: zeros), given the calibrated
  * per-channel max |x| (amax [k], NULL: not calibrated, smoothing impossible) and alpha
  * (< 0: smoothing off). Static mode needs amax for its activation scale. weight_bits 8 puts
- * the weights in [-127, 127], 7 in [-64, 64] (the range the AVX2 vpmaddubsw kernel takes). */
+ * the weights in [-127, 127], 7 in [-64, 64] (the range the AVX2 vpmaddubsw kernel takes).
+ * outliers > 0 (dynamic mode with amax only; at most k / 8) keeps that many input channels,
+ * those of largest amax, in fp32. */
 bert8_status b8_qlinear_from_fp32(const float *w, const float *b, int64_t n, int64_t k, const float *amax,
-                                  float alpha, b8_qmode mode, int weight_bits, b8_qlinear **out, b8_err *e);
+                                  float alpha, b8_qmode mode, int weight_bits, int64_t outliers, b8_qlinear **out,
+                                  b8_err *e);
+
+/* Sets q's outlier channels from idx [count] (strictly ascending, < k) and their FP32 weights
+ * w [n][count] (copied), checking that q is dynamic and that its int8 weights and smoothing on
+ * those channels are 0 and 1 (a folder that says otherwise is refused). */
+bert8_status b8_qlinear_set_outliers(b8_qlinear *q, const int32_t *idx, int64_t count, const float *w, b8_err *e);
 
 /* The static input's asymmetric range: with cmin/cmax [k] the calibrated per-channel minimum and
  * maximum of x, maps [min_j cmin_j / s_j, max_j cmax_j / s_j] (widened to hold 0) onto
@@ -64,6 +82,10 @@ bert8_status b8_qlinear_from_fp32(const float *w, const float *b, int64_t n, int
  * input (a GELU output, >= -0.17) gains almost twice the resolution. Sets a_scale and a_zero of
  * a static q (before b8_qlinear_prepare). */
 void b8_qlinear_set_range(b8_qlinear *q, const float *cmin, const float *cmax);
+
+/* A copy of q as it was made (weights, scales, smoothing, input scale and zero point, outlier
+ * channels), not yet prepared. NULL when out of memory. */
+b8_qlinear *b8_qlinear_copy(const b8_qlinear *q);
 
 /* Stacks the rows of parts (same k, smooth_factor, a_scale and mode: they share their input)
  * into one Linear, e.g. Q, K and V into one [3H][H] product. what names it in messages. */

@@ -142,9 +142,35 @@ epi_setup(epi_ctx *x, int cols, int64_t n0, const int32_t *comp, const float *w_
 }
 
 /* One output row m from its NV accumulator vectors. */
+/* The outlier channels' fp32 product joined to the bias (b8_qepilogue.outliers) for 8 rows
+ * m0.. at once (rows past `rows` repeat the last one): tb[i][j] = bias, then per channel o in
+ * order tb = fma(ox[m][o], ow[o][n], tb), as the scalar epilogue does per element. Sixteen
+ * independent chains: one row's eight dependent FMAs alone would wait on each other. */
+static inline __attribute__((always_inline)) B8_T512 void
+epi_outliers(const epi_ctx *x, const b8_qepilogue *ep, int64_t m0, int rows, int64_t n0, __m512 tb[8][NV]) {
+    const float *oxr[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        oxr[i] = ep->ox + (m0 + (i < rows ? i : rows - 1)) * ep->ld_ox;
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) tb[i][j] = x->bias[j];
+    }
+    for (int o = 0; o < ep->outliers; o++) {
+        __m512 w[NV];
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; j++) w[j] = _mm512_maskz_loadu_ps(x->mk[j], ep->ow + o * ep->ld_ow + n0 + 16 * j);
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++) {
+            const __m512 a = _mm512_set1_ps(oxr[i][o]);
+#pragma GCC unroll 4
+            for (int j = 0; j < NV; j++) tb[i][j] = _mm512_fmadd_ps(a, w[j], tb[i][j]);
+        }
+    }
+}
+
 static inline __attribute__((always_inline)) B8_T512 void
 epi_row(const epi_ctx *x, const __m512i *acc, int64_t m, int64_t n0, const b8_qepilogue *ep,
-        const b8_act act, const int to_s8, const int add_res) {
+        const b8_act act, const int to_s8, const int add_res, const __m512 *tb) {
     __m512 s[NV];
 #pragma GCC unroll 4
     for (int j = 0; j < NV; j++) s[j] = x->s[j];
@@ -157,11 +183,7 @@ epi_row(const epi_ctx *x, const __m512i *acc, int64_t m, int64_t n0, const b8_qe
     for (int j = 0; j < NV; j++) {
         int64_t n = n0 + 16 * j;
         __m512i v = _mm512_sub_epi32(acc[j], x->cv[j]);
-        __m512 t = x->bias[j];
-        for (int o = 0; o < ep->outliers; o++)
-            t = _mm512_fmadd_ps(_mm512_set1_ps(ep->ox[m * ep->ld_ox + o]),
-                                _mm512_maskz_loadu_ps(x->mk[j], ep->ow + o * ep->ld_ow + n), t);
-        __m512 y = _mm512_fmadd_ps(s[j], _mm512_cvtepi32_ps(v), t);
+        __m512 y = _mm512_fmadd_ps(s[j], _mm512_cvtepi32_ps(v), tb ? tb[j] : x->bias[j]);
         if (act == B8_ACT_GELU) y = b8_v16_gelu(y);
         else if (act == B8_ACT_GELU_TANH) y = b8_v16_gelu_tanh(y);
         else if (act == B8_ACT_RELU) y = b8_v16_relu(y);
@@ -191,11 +213,25 @@ epilogue_t(const int32_t *acc, size_t ld_acc, int rows, int cols, int64_t m0, in
            const int to_s8, const int add_res) {
     epi_ctx x;
     epi_setup(&x, cols, n0, comp, w_scale, ep, to_s8);
+    if (ep->outliers) {
+        for (int i0 = 0; i0 < rows; i0 += 8) {
+            const int ri = rows - i0 < 8 ? rows - i0 : 8;
+            __m512 tb[8][NV];
+            epi_outliers(&x, ep, m0 + i0, ri, n0, tb);
+            for (int i = i0; i < i0 + ri; i++) {
+                __m512i v[NV];
+#pragma GCC unroll 4
+                for (int j = 0; j < NV; j++) v[j] = _mm512_loadu_si512(acc + i * ld_acc + 16 * j);
+                epi_row(&x, v, m0 + i, n0, ep, act, to_s8, add_res, tb[i - i0]);
+            }
+        }
+        return;
+    }
     for (int i = 0; i < rows; i++) {
         __m512i v[NV];
 #pragma GCC unroll 4
         for (int j = 0; j < NV; j++) v[j] = _mm512_loadu_si512(acc + i * ld_acc + 16 * j);
-        epi_row(&x, v, m0 + i, n0, ep, act, to_s8, add_res);
+        epi_row(&x, v, m0 + i, n0, ep, act, to_s8, add_res, NULL);
     }
 }
 
