@@ -37,7 +37,12 @@ VARIANTS = {
                       ["--ffn-in", "static"]),
     "ffn_static": ("static, alpha auto, every input per tensor (FFN-out with a zero point)",
                    ["--ffn-out", "static", "--ffn-in", "static"]),
-    "dynamic": ("dynamic, alpha auto, INT8 attention", ["--scheme", "dynamic"]),
+    "static_outliers": ("static as the default, with 4 fp32 outlier channels in FFN-in and FFN-out",
+                        ["--outliers", "4"]),
+    "dynamic": ("dynamic, alpha auto, INT8 attention, 4 fp32 outlier channels per group (the dynamic default)",
+                ["--scheme", "dynamic"]),
+    "dynamic_no_outliers": ("dynamic, alpha auto, INT8 attention, no outlier channels (the dynamic default until "
+                            "2026-12-05)", ["--scheme", "dynamic", "--outliers", "0"]),
     "old_default": ("static, alpha 0.5, every input per tensor (the default until 2026-12-03, with a zero point now)",
                     ["--alpha", "0.5", "--ffn-out", "static", "--ffn-in", "static"]),
 }
