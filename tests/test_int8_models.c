@@ -445,19 +445,34 @@ TEST(corrupted_quantized_files_rejected) {
     golden_set_free(&cs);
 }
 
+/* The golden bert_seqcls quantized with p and saved to tmpdir/name (the path into good); false
+ * when any step failed (reported). The caller frees *f and *q. */
+static bool saved_seqcls(const bert8_quant_params *p, const char *name, char *good, size_t len, bert8_model **f,
+                         bert8_model **q) {
+    char err[1024];
+    *f = *q = NULL;
+    CHECKF(bert8_model_load(tu_shared_path("golden/models/bert_seqcls"), NULL, f, err, sizeof err) == 0, "%s", err);
+    if (!*f) return false;
+    golden_set cs;
+    golden_set_load(&cs, "bert_seqcls");
+    CHECKF(bert8_quantize(*f, cs.b, (size_t)cs.n, p, q, err, sizeof err) == 0, "%s", err);
+    golden_set_free(&cs);
+    snprintf(good, len, "%s/%s", tu_tmpdir(), name);
+    CHECKF(*q && bert8_model_save(*q, good, err, sizeof err) == 0, "%s", err);
+    return *q != NULL;
+}
+
 /* A static FFN-out's input zero point: saved, loaded back, and refused when damaged. */
 TEST(damaged_input_zero_point_rejected) {
     char err[1024], good[512], bad[512];
     bert8_model *f = NULL, *q = NULL;
-    CHECKF(bert8_model_load(tu_shared_path("golden/models/bert_seqcls"), NULL, &f, err, sizeof err) == 0, "%s", err);
-    if (!f) return;
-    golden_set cs;
-    golden_set_load(&cs, "bert_seqcls");
     bert8_quant_params p = bert8_default_quant_params();
     p.ffn_out_per_token = 0;
-    CHECKF(bert8_quantize(f, cs.b, (size_t)cs.n, &p, &q, err, sizeof err) == 0, "%s", err);
-    snprintf(good, sizeof good, "%s/zp-good", tu_tmpdir());
-    CHECKF(q && bert8_model_save(q, good, err, sizeof err) == 0, "%s", err);
+    if (!saved_seqcls(&p, "zp-good", good, sizeof good, &f, &q)) {
+        bert8_model_free(q);
+        bert8_model_free(f);
+        return;
+    }
     snprintf(bad, sizeof bad, "%s/zp-bad", tu_tmpdir());
     const char *zp = "bert.encoder.layer.0.output.dense.input_zero_point";
     corrupt_copy(good, bad, zp, CORRUPT_NAN);
@@ -473,7 +488,6 @@ TEST(damaged_input_zero_point_rejected) {
     bert8_model_free(r);
     bert8_model_free(q);
     bert8_model_free(f);
-    golden_set_free(&cs);
 }
 
 /* A dynamic folder's outlier channels (index I32 [r], weights F32 [n][r]): every damage is
@@ -482,15 +496,13 @@ TEST(damaged_input_zero_point_rejected) {
 TEST(damaged_outlier_channels_rejected) {
     char err[1024], good[512], bad[512];
     bert8_model *f = NULL, *q = NULL;
-    CHECKF(bert8_model_load(tu_shared_path("golden/models/bert_seqcls"), NULL, &f, err, sizeof err) == 0, "%s", err);
-    if (!f) return;
-    golden_set cs;
-    golden_set_load(&cs, "bert_seqcls");
     bert8_quant_params p = bert8_default_quant_params();
     p.scheme = BERT8_SCHEME_DYNAMIC;
-    CHECKF(bert8_quantize(f, cs.b, (size_t)cs.n, &p, &q, err, sizeof err) == 0, "%s", err);
-    snprintf(good, sizeof good, "%s/ol-good", tu_tmpdir());
-    CHECKF(q && bert8_model_save(q, good, err, sizeof err) == 0, "%s", err);
+    if (!saved_seqcls(&p, "ol-good", good, sizeof good, &f, &q)) {
+        bert8_model_free(q);
+        bert8_model_free(f);
+        return;
+    }
     bert8_model *r = NULL;
     CHECKF(bert8_model_load(good, NULL, &r, err, sizeof err) == 0, "%s", err);
     bert8_model_free(r);
@@ -511,7 +523,6 @@ TEST(damaged_outlier_channels_rejected) {
     expect_rejected(bad, "outlier_weight", "missing outlier_weight");
     bert8_model_free(q);
     bert8_model_free(f);
-    golden_set_free(&cs);
 }
 
 int main(void) {
