@@ -145,28 +145,34 @@ epi_setup(epi_ctx *x, int cols, int64_t n0, const int32_t *comp, const float *w_
 /* The outlier channels' fp32 product joined to the bias (b8_qepilogue.outliers) for 8 rows
  * m0.. at once (rows past `rows` repeat the last one): tb[i][j] = bias, then per channel o in
  * order tb = fma(ox[m][o], ow[o][n], tb), as the scalar epilogue does per element. Sixteen
- * independent chains: one row's eight dependent FMAs alone would wait on each other. */
+ * independent chains in named registers (one row's dependent FMAs alone would wait on each
+ * other, and an array indexed in the loop would live on the stack); tb is written once. */
+#define B8_OUT_ROW(i)                                                                          \
+    do {                                                                                       \
+        const __m512 a = _mm512_set1_ps(p##i[o]);                                              \
+        t##i##0 = _mm512_fmadd_ps(a, w0, t##i##0);                                             \
+        t##i##1 = _mm512_fmadd_ps(a, w1, t##i##1);                                             \
+    } while (0)
 static inline __attribute__((always_inline)) B8_T512 void
 epi_outliers(const epi_ctx *x, const b8_qepilogue *ep, int64_t m0, int rows, int64_t n0, __m512 tb[8][NV]) {
-    const float *oxr[8];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i++) {
-        oxr[i] = ep->ox + (m0 + (i < rows ? i : rows - 1)) * ep->ld_ox;
-#pragma GCC unroll 4
-        for (int j = 0; j < NV; j++) tb[i][j] = x->bias[j];
-    }
+    _Static_assert(NV == 2, "epi_outliers holds two vectors per row");
+#define B8_OUT_PTR(i) const float *p##i = ep->ox + (m0 + ((i) < rows ? (i) : rows - 1)) * ep->ld_ox
+    B8_OUT_PTR(0); B8_OUT_PTR(1); B8_OUT_PTR(2); B8_OUT_PTR(3);
+    B8_OUT_PTR(4); B8_OUT_PTR(5); B8_OUT_PTR(6); B8_OUT_PTR(7);
+#undef B8_OUT_PTR
+    __m512 t00 = x->bias[0], t01 = x->bias[1], t10 = t00, t11 = t01, t20 = t00, t21 = t01, t30 = t00, t31 = t01;
+    __m512 t40 = t00, t41 = t01, t50 = t00, t51 = t01, t60 = t00, t61 = t01, t70 = t00, t71 = t01;
     for (int o = 0; o < ep->outliers; o++) {
-        __m512 w[NV];
-#pragma GCC unroll 4
-        for (int j = 0; j < NV; j++) w[j] = _mm512_maskz_loadu_ps(x->mk[j], ep->ow + o * ep->ld_ow + n0 + 16 * j);
-#pragma GCC unroll 8
-        for (int i = 0; i < 8; i++) {
-            const __m512 a = _mm512_set1_ps(oxr[i][o]);
-#pragma GCC unroll 4
-            for (int j = 0; j < NV; j++) tb[i][j] = _mm512_fmadd_ps(a, w[j], tb[i][j]);
-        }
+        const float *w = ep->ow + o * ep->ld_ow + n0;
+        const __m512 w0 = _mm512_maskz_loadu_ps(x->mk[0], w), w1 = _mm512_maskz_loadu_ps(x->mk[1], w + 16);
+        B8_OUT_ROW(0); B8_OUT_ROW(1); B8_OUT_ROW(2); B8_OUT_ROW(3);
+        B8_OUT_ROW(4); B8_OUT_ROW(5); B8_OUT_ROW(6); B8_OUT_ROW(7);
     }
+    tb[0][0] = t00, tb[0][1] = t01, tb[1][0] = t10, tb[1][1] = t11, tb[2][0] = t20, tb[2][1] = t21;
+    tb[3][0] = t30, tb[3][1] = t31, tb[4][0] = t40, tb[4][1] = t41, tb[5][0] = t50, tb[5][1] = t51;
+    tb[6][0] = t60, tb[6][1] = t61, tb[7][0] = t70, tb[7][1] = t71;
 }
+#undef B8_OUT_ROW
 
 static inline __attribute__((always_inline)) B8_T512 void
 epi_row(const epi_ctx *x, const __m512i *acc, int64_t m, int64_t n0, const b8_qepilogue *ep,
