@@ -521,6 +521,8 @@ TEST(damaged_outlier_channels_rejected) {
     expect_rejected(bad, "outlier_weight", "wrong-shape outlier_weight");
     corrupt_copy(good, bad, ow, CORRUPT_DROP);
     expect_rejected(bad, "outlier_weight", "missing outlier_weight");
+    corrupt_copy(good, bad, ix, CORRUPT_DROP);
+    expect_rejected(bad, "outlier_index", "missing outlier_index");
     bert8_model_free(q);
     bert8_model_free(f);
 }

@@ -302,6 +302,13 @@ static bert8_status load_qlinear(loader *L, const char *base, int64_t n, int64_t
             b8_wrap(L->e, "%s: %s", m->dir, base);
             goto fail;
         }
+    } else {
+        snprintf(name, sizeof name, "%s.%s", base, B8_QT_OUTLIER_WEIGHT);
+        if (find_tensor(m, name, false)) {
+            st = b8_fail(L->e, BERT8_ERR_FORMAT, "%s: tensor \"%s\" has no %s.%s beside it", m->dir, name, base,
+                         B8_QT_OUTLIER_INDEX);
+            goto fail;
+        }
     }
     *out = q;
     return BERT8_OK;
