@@ -378,7 +378,7 @@ static void corrupt_copy(const char *src, const char *dst, const char *name, cor
             bad = malloc(cnt * sizeof(float));
             memcpy(bad, t->data, cnt * sizeof(float));
             bad[cnt / 2] = how == CORRUPT_ZERO ? 0.0f : how == CORRUPT_NAN ? NAN : INFINITY;
-            if (how == CORRUPT_SHAPE) it.shape[0] = (int64_t)cnt - 1;
+            if (how == CORRUPT_SHAPE) it.shape[0] = t->shape[0] - 1; /* one row fewer: within the data */
             it.data = bad;
         }
         items[k++] = it;
