@@ -281,18 +281,14 @@ static bert8_status load_qlinear(loader *L, const char *base, int64_t n, int64_t
     }
     snprintf(name, sizeof name, "%s.%s", base, B8_QT_OUTLIER_INDEX);
     if ((t = find_tensor(m, name, false))) {
-        if (t->dtype != B8_I32 || t->ndim != 1 || t->shape[0] < 1 || t->shape[0] > k / 8) {
+        const int64_t rmax = k / 8 < B8_MAX_OUTLIERS ? k / 8 : B8_MAX_OUTLIERS;
+        if (t->dtype != B8_I32 || t->ndim != 1 || t->shape[0] < 1 || t->shape[0] > rmax) {
             st = b8_fail(L->e, BERT8_ERR_FORMAT, "%s: tensor \"%s\" must be I32 [r] with 1 <= r <= %lld", m->dir, name,
-                         (long long)(k / 8));
+                         (long long)rmax);
             goto fail;
         }
         const int64_t r = t->shape[0];
-        int32_t idx[B8_MAX_OUTLIERS];
-        if (r > B8_MAX_OUTLIERS) {
-            st = b8_fail(L->e, BERT8_ERR_FORMAT, "%s: tensor \"%s\" names %lld outlier channels, more than %d", m->dir,
-                         name, (long long)r, B8_MAX_OUTLIERS);
-            goto fail;
-        }
+        int32_t idx[B8_MAX_OUTLIERS]; /* a copy: the mapped data need not be aligned */
         memcpy(idx, t->data, (size_t)r * sizeof(int32_t));
         const float *ow = NULL;
         int64_t s2[2] = {n, r};

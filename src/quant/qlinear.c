@@ -144,27 +144,33 @@ bert8_status b8_qlinear_from_fp32(const float *w, const float *b, int64_t n, int
         b8_qlinear_free(q);
         return st;
     }
-    const int64_t r = mode == B8_QMODE_DYNAMIC && amax && outliers > 0 ? (outliers < k / 8 ? outliers : k / 8) : 0;
-    uint8_t *mark = NULL;
+    const int64_t lim = k / 8 < B8_MAX_OUTLIERS ? k / 8 : B8_MAX_OUTLIERS;
+    const int64_t r = mode == B8_QMODE_DYNAMIC && amax && outliers > 0 ? (outliers < lim ? outliers : lim) : 0;
+    int32_t idx[B8_MAX_OUTLIERS];
+    uint8_t *mark = r > 0 ? malloc((size_t)k) : NULL;
+    float *ow = r > 0 ? malloc((size_t)(n * r) * sizeof(float)) : NULL;
+    if (r > 0 && (!mark || !ow)) {
+        free(mark);
+        free(ow);
+        b8_qlinear_free(q);
+        return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
+    }
     if (r > 0) {
-        mark = malloc((size_t)k);
-        q->out_idx = malloc((size_t)r * sizeof(int32_t));
-        q->out_w = b8_malloc_aligned((size_t)(n * r) * sizeof(float));
-        if (!mark || !q->out_idx || !q->out_w) {
-            free(mark);
-            b8_qlinear_free(q);
-            return b8_fail(e, BERT8_ERR_NOMEM, "out of memory");
-        }
-        q->n_out = r;
-        pick_outliers(amax, k, r, q->out_idx, mark);
-        for (int64_t o = 0; o < r; o++) q->smooth[q->out_idx[o]] = 1.0f;
+        pick_outliers(amax, k, r, idx, mark);
+        for (int64_t o = 0; o < r; o++) q->smooth[idx[o]] = 1.0f;
         for (int64_t i = 0; i < n; i++)
-            for (int64_t o = 0; o < r; o++) q->out_w[i * r + o] = w[i * k + q->out_idx[o]];
+            for (int64_t o = 0; o < r; o++) ow[i * r + o] = w[i * k + idx[o]];
     }
     quantize_weights(w, n, k, q->smooth, mark, weight_bits == 7 ? 64.0f : 127.0f, q->wq, q->w_scale);
     free(mark);
-    if (b) memcpy(q->bias, b, (size_t)n * sizeof(float));
     q->mode = mode;
+    st = r > 0 ? b8_qlinear_set_outliers(q, idx, r, ow, e) : BERT8_OK;
+    free(ow);
+    if (st) {
+        b8_qlinear_free(q);
+        return st;
+    }
+    if (b) memcpy(q->bias, b, (size_t)n * sizeof(float));
     q->alpha = amax && alpha >= 0 ? alpha : -1.0f;
     q->a_scale = mode == B8_QMODE_STATIC ? static_scale(amax, q->smooth, k) : 0.0f;
     *out = q;

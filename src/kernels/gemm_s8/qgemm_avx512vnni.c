@@ -141,7 +141,6 @@ epi_setup(epi_ctx *x, int cols, int64_t n0, const int32_t *comp, const float *w_
     }
 }
 
-/* One output row m from its NV accumulator vectors. */
 /* The outlier channels' fp32 product joined to the bias (b8_qepilogue.outliers) for 8 rows
  * m0.. at once (rows past `rows` repeat the last one): tb[i][j] = bias, then per channel o in
  * order tb = fma(ox[m][o], ow[o][n], tb), as the scalar epilogue does per element. Sixteen
@@ -174,6 +173,8 @@ epi_outliers(const epi_ctx *x, const b8_qepilogue *ep, int64_t m0, int rows, int
 }
 #undef B8_OUT_ROW
 
+/* One output row m from its NV accumulator vectors; tb (NULL: the bias) is the row's bias with
+ * the outlier channels' product joined (epi_outliers). */
 static inline __attribute__((always_inline)) B8_T512 void
 epi_row(const epi_ctx *x, const __m512i *acc, int64_t m, int64_t n0, const b8_qepilogue *ep,
         const b8_act act, const int to_s8, const int add_res, const __m512 *tb) {
