@@ -344,9 +344,18 @@ VNNI static void pack_vnni(const int8_t *k, const int8_t *v, int64_t ld, int64_t
  * their output scales into rs): the same max, exp (vmath_avx512.h), lane sums and rounding, row by
  * row. The rows' steps are interleaved: a row alone is a chain of dependent steps (the max, its
  * reduction, the lane sum) that left the core mostly idle; `rows` is a constant at each caller. */
+/* One vector of scores: floats, or (sc != NULL, the AMX kernel's exact int32 dot products) the
+ * same floats formed on the fly, (float)acc * scale, as the AMX kernel would have stored them. */
+static inline __attribute__((always_inline)) VNNI __m512 score16(const float *s, const int32_t *sc, int64_t off,
+                                                                 __m512 vsc, __mmask16 k) {
+    return sc ? _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(k, sc + off)), vsc)
+              : _mm512_maskz_loadu_ps(k, s + off);
+}
+
 static inline __attribute__((always_inline)) VNNI void
-softmax_u8_body(const int rows, const float *s, int64_t lds, int64_t T, int64_t t4, const int32_t *mask,
-                float v_scale255, uint8_t *pu, int64_t ldpu, float *rs) {
+softmax_u8_body(const int rows, const float *s, const int32_t *sc, float scale, int64_t lds, int64_t T, int64_t t4,
+                const int32_t *mask, float v_scale255, uint8_t *pu, int64_t ldpu, float *rs) {
+    const __m512 vsc = _mm512_set1_ps(scale);
     __m512 vmx[RB];
 #pragma GCC unroll 4
     for (int r = 0; r < rows; r++) vmx[r] = _mm512_set1_ps(-INFINITY);
@@ -354,7 +363,8 @@ softmax_u8_body(const int rows, const float *s, int64_t lds, int64_t T, int64_t 
         __mmask16 k = lanes_left(T - j);
         if (mask) k &= _mm512_mask_cmpneq_epi32_mask(k, _mm512_maskz_loadu_epi32(k, mask + j), _mm512_setzero_si512());
 #pragma GCC unroll 4
-        for (int r = 0; r < rows; r++) vmx[r] = _mm512_mask_max_ps(vmx[r], k, vmx[r], _mm512_maskz_loadu_ps(k, s + r * lds + j));
+        for (int r = 0; r < rows; r++)
+            vmx[r] = _mm512_mask_max_ps(vmx[r], k, vmx[r], score16(s, sc, r * lds + j, vsc, k));
     }
     bool none[RB];
     __m512 vm[RB], acc[RB];
@@ -373,7 +383,8 @@ softmax_u8_body(const int rows, const float *s, int64_t lds, int64_t T, int64_t 
 #pragma GCC unroll 4
         for (int r = 0; r < rows; r++) {
             const __m512 e = none[r] ? _mm512_maskz_mov_ps(inr, _mm512_set1_ps(1.0f))
-                                     : _mm512_maskz_mov_ps(km, b8_v16_exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(inr, s + r * lds + j), vm[r])));
+                                     : _mm512_maskz_mov_ps(km, b8_v16_exp(_mm512_sub_ps(
+                                                                   score16(s, sc, r * lds + j, vsc, inr), vm[r])));
             acc[r] = _mm512_add_ps(acc[r], e);
             const __m512 x = _mm512_min_ps(_mm512_mul_ps(e, k255), k255);
             _mm_mask_storeu_epi8(pu + r * ldpu + j, out, _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(x)));
@@ -395,13 +406,13 @@ softmax_u8_body(const int rows, const float *s, int64_t lds, int64_t T, int64_t 
 VNNI static float softmax_u8_vnni(const float *s, int64_t T, int64_t t4, const int32_t *mask, float v_scale255,
                                   uint8_t *pu) {
     float rs;
-    softmax_u8_body(1, s, 0, T, t4, mask, v_scale255, pu, 0, &rs);
+    softmax_u8_body(1, s, NULL, 1.0f, 0, T, t4, mask, v_scale255, pu, 0, &rs);
     return rs;
 }
 
 /* RB rows of scores (stride t16) into p_u8 rows (stride t4) and their output scales. */
 VNNI static void softmax_u8_rows(const layout *l, int64_t T, const int32_t *mask, float v_scale255, float *rs) {
-    softmax_u8_body(RB, l->s, l->t16, T, l->t4, mask, v_scale255, l->pu, l->t4, rs);
+    softmax_u8_body(RB, l->s, NULL, 1.0f, l->t16, T, l->t4, mask, v_scale255, l->pu, l->t4, rs);
 }
 
 VNNI void b8_attention_s8__avx512vnni(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T,
@@ -555,13 +566,26 @@ AMXT void b8_attention_s8__amx(const int8_t *q, const int8_t *k, const int8_t *v
             ldq = d;
         }
         scores_amx(qb, ldq, d, l, a.sc);
-        for (int r = 0; r < rb; r++) {
-            float *srow = l->s + r * l->t16;
-            for (int64_t j = 0; j < l->t16; j += 16)
-                _mm512_storeu_ps(srow + j, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(a.sc + r * l->t16 + j)), vsc));
-            if (p->rel) b8_attention_add_rel(srow, T, p->rel, i + r);
-            rs[r] = softmax_u8_vnni(srow, T, l->t4, mask, vs, l->pu + r * l->t4);
-        }
+        /* The softmax RB rows at a time (a row alone is a chain of dependent steps). Without
+         * relative positions it reads the int32 scores and scales them as it goes; with them the
+         * scaled rows are stored first and the bias added. */
+        if (p->rel)
+            for (int r = 0; r < rb; r++) {
+                float *srow = l->s + r * l->t16;
+                for (int64_t j = 0; j < l->t16; j += 16)
+                    _mm512_storeu_ps(srow + j, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(a.sc + r * l->t16 + j)), vsc));
+                b8_attention_add_rel(srow, T, p->rel, i + r);
+            }
+        const float *sf = p->rel ? l->s : NULL;
+        const int32_t *si = p->rel ? NULL : a.sc;
+        const float scale = p->rel ? 1.0f : p->score_scale;
+        int r = 0;
+        for (; r + RB <= rb; r += RB)
+            softmax_u8_body(RB, sf ? sf + r * l->t16 : NULL, si ? si + r * l->t16 : NULL, scale, l->t16, T, l->t4, mask,
+                            vs, l->pu + r * l->t4, l->t4, rs + r);
+        for (; r < rb; r++)
+            softmax_u8_body(1, sf ? sf + r * l->t16 : NULL, si ? si + r * l->t16 : NULL, scale, 0, T, l->t4, mask, vs,
+                            l->pu + r * l->t4, 0, rs + r);
         if (rb < RBA) memset(l->pu + rb * l->t4, 0, (size_t)((RBA - rb) * l->t4));
         context_amx(l, d, a.cx);
         for (int r = 0; r < rb; r++) {
