@@ -20,6 +20,12 @@
 #define B8_AMX_MR 32
 #define B8_AMX_NR 32
 #define B8_AMX_KALIGN 64
+/* The tile layouts of the 32x32c4 kernels, so that every tile load reads 1 KiB in one piece:
+ * A: one micro-panel is [Kp/64][32 rows][64 k] (tile rows 0-15 of a 64-k step, then rows
+ * 16-31); W: one 32-column panel is [Kp/64][2][16 groups of 4 k][16 columns][4] (the B tile of
+ * columns 0-15 of a 64-k step, then that of columns 16-31). Offsets inside a panel: */
+#define B8_AMX_A_INDEX(r, k) (((k) / 64) * 2048 + (r) * 64 + (k) % 64)
+#define B8_AMX_W_INDEX(c, k) ((((k) / 64) * 2 + (c) / 16) * 1024 + (((k) % 64) / 4) * 64 + ((c) % 16) * 4 + (k) % 4)
 #define B8_MAX_MR 32
 #define B8_MAX_NR 32
 
@@ -53,6 +59,7 @@ typedef struct b8_qblis {
     int mr, nr, kq;     /* tile rows, tile columns, k values per group */
     int kalign;         /* K padded to this multiple in packed W and A (0: kq); a kernel with
                            kalign > kq runs K in one pass (its A panel is not split in k) */
+    int amx_tiles;      /* W packed in the AMX tile layout (B8_AMX_W_INDEX), not [Kp/kq][nr][kq] */
     int a_bytes;        /* bytes per packed A element (1: u8, 2: int16) */
     int shift128;       /* A fed as A + 128 (u8); comp[n] = 128 * sum_k W[n][k] subtracted */
     b8_qpack_a pack_a;
@@ -107,8 +114,8 @@ extern const b8_qblis b8_qblis_4x24c4__scalar;
 extern const b8_qblis b8_qblis_32x32c4__amx;
 extern const b8_qblis b8_qblis_32x32c4__scalar;
 
-/* The A packer of the 32x32c4 kernels (AMX and its twin): 32 rows x round_up(kc, 64) bytes,
- * row-major, rows >= `rows` and k >= kc zero. Plain C: it is a copy. */
+/* The A packer of the 32x32c4 kernels (AMX and its twin): 32 rows x round_up(kc, 64) bytes in
+ * the tile layout (B8_AMX_A_INDEX), rows >= `rows` and k >= kc zero. Plain C: it is a copy. */
 void b8_qpack_a_32rows__scalar(const int8_t *A, int64_t lda, int rows, int64_t k0, int64_t kc,
                                void *dst);
 

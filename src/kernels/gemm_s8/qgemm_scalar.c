@@ -123,26 +123,31 @@ const b8_qblis b8_qblis_8x32c4__scalar = {
 void b8_qpack_a_32rows__scalar(const int8_t *A, int64_t lda, int rows, int64_t k0, int64_t kc,
                                void *dst) {
     int8_t *d = dst;
-    int64_t kp = (kc + B8_AMX_KALIGN - 1) / B8_AMX_KALIGN * B8_AMX_KALIGN;
-    for (int r = 0; r < B8_AMX_MR; r++) {
-        if (r < rows) {
-            memcpy(d + r * kp, A + r * lda + k0, (size_t)kc);
-            memset(d + r * kp + kc, 0, (size_t)(kp - kc));
-        } else {
-            memset(d + r * kp, 0, (size_t)kp);
+    const int64_t steps = (kc + B8_AMX_KALIGN - 1) / B8_AMX_KALIGN;
+    for (int64_t s = 0; s < steps; s++) {
+        const int64_t ks = s * B8_AMX_KALIGN, n = kc - ks < B8_AMX_KALIGN ? kc - ks : B8_AMX_KALIGN;
+        for (int r = 0; r < B8_AMX_MR; r++) {
+            int8_t *o = d + (s * B8_AMX_MR + r) * B8_AMX_KALIGN;
+            if (r < rows) {
+                memcpy(o, A + r * lda + k0 + ks, (size_t)n);
+                memset(o + n, 0, (size_t)(B8_AMX_KALIGN - n));
+            } else {
+                memset(o, 0, B8_AMX_KALIGN);
+            }
         }
     }
 }
 
-/* Like the AMX kernel, it writes whole rows of tiles: 16 rows, or 32 when rows > 16. */
+/* Like the AMX kernel, it writes whole rows of tiles: 16 rows, or 32 when rows > 16. A and W in
+ * the tile layouts of qgemm_impl.h (B8_AMX_A_INDEX, B8_AMX_W_INDEX). */
 static inline void ukr_32x32(int tile_rows, size_t kgroups, const int8_t *a, const int8_t *w,
                              int32_t *c, size_t ldc, int accumulate) {
-    const size_t kp = kgroups * 4;
+    const int64_t kp = (int64_t)kgroups * 4;
     for (int i = 0; i < tile_rows; i++)
         for (int j = 0; j < B8_AMX_NR; j++) {
             int32_t s = accumulate ? c[i * ldc + j] : 0;
-            for (size_t k = 0; k < kp; k++)
-                s += (int32_t)a[i * kp + k] * (int32_t)w[((k / 4) * B8_AMX_NR + j) * 4 + k % 4];
+            for (int64_t k = 0; k < kp; k++)
+                s += (int32_t)a[B8_AMX_A_INDEX(i, k)] * (int32_t)w[B8_AMX_W_INDEX(j, k)];
             c[i * ldc + j] = s;
         }
 }
@@ -164,6 +169,7 @@ const b8_qblis b8_qblis_32x32c4__scalar = {
     .nr = B8_AMX_NR,
     .kq = 4,
     .kalign = B8_AMX_KALIGN,
+    .amx_tiles = 1,
     .a_bytes = 1,
     .shift128 = 0,
     .pack_a = b8_qpack_a_32rows__scalar,
