@@ -123,16 +123,19 @@ const b8_qblis b8_qblis_8x32c4__scalar = {
 void b8_qpack_a_32rows__scalar(const int8_t *A, int64_t lda, int rows, int64_t k0, int64_t kc,
                                void *dst) {
     int8_t *d = dst;
-    const int64_t steps = (kc + B8_AMX_KALIGN - 1) / B8_AMX_KALIGN;
+    const int64_t full = kc / B8_AMX_KALIGN, steps = (kc + B8_AMX_KALIGN - 1) / B8_AMX_KALIGN;
+    /* whole 64-byte pieces: a copy of constant size, which the compiler turns into vector moves */
+    for (int r = 0; r < rows; r++)
+        for (int64_t s = 0; s < full; s++)
+            memcpy(d + (s * B8_AMX_MR + r) * B8_AMX_KALIGN, A + r * lda + k0 + s * B8_AMX_KALIGN, B8_AMX_KALIGN);
     for (int64_t s = 0; s < steps; s++) {
         const int64_t ks = s * B8_AMX_KALIGN, n = kc - ks < B8_AMX_KALIGN ? kc - ks : B8_AMX_KALIGN;
         for (int r = 0; r < B8_AMX_MR; r++) {
             int8_t *o = d + (s * B8_AMX_MR + r) * B8_AMX_KALIGN;
-            if (r < rows) {
+            if (r >= rows) memset(o, 0, B8_AMX_KALIGN);
+            else if (n < B8_AMX_KALIGN) {
                 memcpy(o, A + r * lda + k0 + ks, (size_t)n);
                 memset(o + n, 0, (size_t)(B8_AMX_KALIGN - n));
-            } else {
-                memset(o, 0, B8_AMX_KALIGN);
             }
         }
     }
