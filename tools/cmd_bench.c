@@ -104,7 +104,11 @@ typedef struct opcost {
     double useful; /* the Linear and attention products only: what a roofline counts */
 } opcost;
 
-static void cost(const bert8_model_info *in, const work *w, bool packed, bool int8, opcost *c) {
+/* ffn_out_per_token: the INT8 model quantizes FFN-out's input per token (a pass of its own over
+ * FFN-in's fp32 output, profiled as "quantize"); the other INT8 quantizations are fused into the
+ * LayerNorms and the products' epilogues. */
+static void cost(const bert8_model_info *in, const work *w, bool packed, bool int8, bool ffn_out_per_token,
+                 opcost *c) {
     memset(c, 0, sizeof *c);
     const double H = (double)in->hidden_size, I = (double)in->intermediate_size, L = (double)in->num_layers;
     const double wb = int8 ? 1 : 4; /* bytes per weight and per Linear input */
@@ -124,7 +128,7 @@ static void cost(const bert8_model_info *in, const work *w, bool packed, bool in
     c->ops[BERT8_OP_ATTENTION] = L * att;
     c->ops[BERT8_OP_NORM] = L * 2 * 8 * M * H;
     c->ops[BERT8_OP_EMBED] = 11 * M * H;
-    c->ops[BERT8_OP_QUANTIZE] = int8 ? L * 3 * M * H : 0;
+    c->ops[BERT8_OP_QUANTIZE] = int8 && ffn_out_per_token ? L * 4 * M * I : 0; /* min, max, scale, round */
     c->ops[BERT8_OP_HEAD] = 2 * B * H * H;
     c->bytes[BERT8_OP_QKV] = L * (3 * H * H * wb + M * H * wb + M * 3 * H * 4);
     c->bytes[BERT8_OP_ATTN_OUT] = L * (H * H * wb + M * H * wb + 2 * M * H * 4);
@@ -133,17 +137,13 @@ static void cost(const bert8_model_info *in, const work *w, bool packed, bool in
     c->bytes[BERT8_OP_ATTENTION] = L * (M * 3 * H * 4 + M * H * 4);
     c->bytes[BERT8_OP_NORM] = L * 2 * (2 * M * H * 4 + (int8 ? M * H : 0));
     c->bytes[BERT8_OP_EMBED] = 3 * M * H * 4;
-    c->bytes[BERT8_OP_QUANTIZE] = int8 ? L * M * H * 5 : 0;
+    c->bytes[BERT8_OP_QUANTIZE] = int8 && ffn_out_per_token ? L * M * I * 5 : 0;
     c->bytes[BERT8_OP_HEAD] = H * H * 4 + B * H * 8;
     c->useful = c->ops[BERT8_OP_QKV] + c->ops[BERT8_OP_ATTENTION] + c->ops[BERT8_OP_ATTN_OUT] +
                 c->ops[BERT8_OP_FFN_IN] + c->ops[BERT8_OP_FFN_OUT];
-    if (int8) { /* INT8 residual Linears run the LayerNorm after them on their own rows */
-        c->ops[BERT8_OP_ATTN_OUT] += c->ops[BERT8_OP_NORM] / 2;
-        c->ops[BERT8_OP_FFN_OUT] += c->ops[BERT8_OP_NORM] / 2;
-        c->bytes[BERT8_OP_ATTN_OUT] += L * M * H; /* the int8 input of the next Linear */
-        c->bytes[BERT8_OP_FFN_OUT] += L * M * H;
-        c->ops[BERT8_OP_NORM] = c->bytes[BERT8_OP_NORM] = 0;
-    }
+    /* INT8: each LayerNorm also writes the int8 input of the next Linear; it runs inside or after
+     * the residual product and the profile charges it to "layernorm" (forward.c) */
+    if (int8) c->bytes[BERT8_OP_NORM] += L * 2 * M * H;
 }
 
 static int64_t *read_lengths(const char *path, int64_t max_len, int64_t *n) {
@@ -191,12 +191,19 @@ static void finish_timing(timing *x, long iters) {
     x->best = x->t[0];
 }
 
+/* Each op's rate against the ceiling of the units it runs on (the INT8 products against the INT8
+ * peak; everything else, attention in FP32 included, against the FP32 one), its share of the
+ * pass's time, and the points of the pass's ceiling (INT8 or FP32) lost to it: how much higher
+ * the whole pass's share of that ceiling would be if the op ran at the ceiling (a product) or took
+ * no time (the rest: LayerNorm, quantization, embeddings, head, which the roofline does not count). */
 static void print_roofline(const char *what, const opcost *c, const timing *x, long iters, double peak_int8,
                            double peak_fp32, bool int8, bool int8_attention) {
     printf("  roofline, %s (per pass: operations, minimum bytes, median time)\n", what);
-    printf("    %-10s %9s %9s %9s %10s %8s %9s\n", "op", "GOP", "MB", "ms", "GOP/s", "% peak", "ops/byte");
+    printf("    %-10s %9s %9s %9s %10s %8s %8s %8s %9s\n", "op", "GOP", "MB", "ms", "GOP/s", "% peak", "% time",
+           "pts lost", "ops/byte");
     double sum = 0;
     for (int i = 0; i < BERT8_OP_COUNT; i++) sum += x->prof[i];
+    const double ceiling = int8 ? peak_int8 : peak_fp32, reached = ceiling > 0 ? c->useful / x->med / 1e9 / ceiling : 0;
     for (int i = 0; i < BERT8_OP_COUNT; i++) {
         /* the profile sums every timed pass: its share of the median pass */
         const double t = sum > 0 ? x->prof[i] / sum * x->med : 0;
@@ -204,11 +211,31 @@ static void print_roofline(const char *what, const opcost *c, const timing *x, l
         const bool att8 = i == BERT8_OP_ATTENTION && int8_attention; /* its products on int8 units */
         const double peak = (lin || att8) && int8 ? peak_int8 : peak_fp32;
         const double r = t > 0 ? c->ops[i] / t / 1e9 : 0;
-        printf("    %-10s %9.3f %9.1f %9.2f %10.1f %7.1f%% %9.1f\n", bert8_op_name((bert8_op)i), c->ops[i] / 1e9,
-               c->bytes[i] / 1e6, t * 1e3, r, peak > 0 ? 100 * r / peak : 0,
-               c->bytes[i] > 0 ? c->ops[i] / c->bytes[i] : 0);
+        const bool useful = lin || i == BERT8_OP_ATTENTION;
+        const double ideal = useful && ceiling > 0 ? c->ops[i] / ceiling / 1e9 : 0;
+        const double without = x->med - t + ideal > 0 ? reached * x->med / (x->med - t + ideal) : 0;
+        printf("    %-10s %9.3f %9.1f %9.2f %10.1f %7.1f%% %7.1f%% %8.1f %9.1f\n", bert8_op_name((bert8_op)i),
+               c->ops[i] / 1e9, c->bytes[i] / 1e6, t * 1e3, r, peak > 0 ? 100 * r / peak : 0,
+               sum > 0 ? 100 * x->prof[i] / sum : 0, 100 * (without - reached), c->bytes[i] > 0 ? c->ops[i] / c->bytes[i] : 0);
     }
     (void)iters;
+}
+
+/* The INT8 pass's roofline table as JSON: per op its ms, GOP/s, % of its ceiling, % of the time. */
+static void json_roofline(const opcost *c, const timing *x, double peak_int8, double peak_fp32, bool int8_attention) {
+    double sum = 0;
+    for (int i = 0; i < BERT8_OP_COUNT; i++) sum += x->prof[i];
+    printf(",\"int8_roofline\":{");
+    for (int i = 0; i < BERT8_OP_COUNT; i++) {
+        const double t = sum > 0 ? x->prof[i] / sum * x->med : 0;
+        const bool lin = i >= BERT8_OP_QKV && i <= BERT8_OP_FFN_OUT && i != BERT8_OP_ATTENTION;
+        const double peak = lin || (i == BERT8_OP_ATTENTION && int8_attention) ? peak_int8 : peak_fp32;
+        const double r = t > 0 ? c->ops[i] / t / 1e9 : 0;
+        printf("%s\"%s\":{\"gop\":%.4f,\"mb\":%.2f,\"ms\":%.3f,\"gops\":%.2f,\"pct_peak\":%.3f,\"pct_time\":%.3f}",
+               i ? "," : "", bert8_op_name((bert8_op)i), c->ops[i] / 1e9, c->bytes[i] / 1e6, t * 1e3, r,
+               peak > 0 ? 100 * r / peak : 0, sum > 0 ? 100 * x->prof[i] / sum : 0);
+    }
+    printf("}");
 }
 
 static bool draw(const char *path, const char *title, const opcost *cf, const timing *tf, const opcost *cq,
@@ -392,6 +419,12 @@ int cmd_bench(int argc, char **argv) {
         if (!bert8_model_unit(q, u, &ui) && !strcmp(ui.kind, "attention") && ui.mode != BERT8_UNIT_FP32) att8 = true;
     }
     p.int8_attention = att8;
+    bool ffn_out_pt = false; /* FFN-out's input quantized per token (a pass of its own) */
+    for (int64_t u = 0; u < bert8_model_unit_count(q); u++) {
+        bert8_unit_info ui;
+        if (!bert8_model_unit(q, u, &ui) && !strcmp(ui.kind, "ffn_out") && ui.mode == BERT8_UNIT_INT8_DYNAMIC)
+            ffn_out_pt = true;
+    }
     if (bert8_session_create(m, &sf) || bert8_session_create(q, &sq)) goto oom;
     /* warm-up (allocations), then timing */
     if (run_pass(sf, &w, true) < 0 || run_pass(sq, &w, true) < 0 || run_pass(sf, &w, false) < 0 ||
@@ -435,8 +468,8 @@ int cmd_bench(int argc, char **argv) {
     const char *scheme_key = p.scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic";
     const double seqs = (double)w.seqs;
     opcost cf, cq;
-    cost(info, &w, false, false, &cf);
-    cost(info, &w, false, true, &cq);
+    cost(info, &w, false, false, false, &cf);
+    cost(info, &w, false, true, ffn_out_pt, &cq);
     const double gop_seq = cf.useful / seqs / 1e9;
     if (lengths) {
         printf("bert8 bench: %s, %lld layers, hidden %lld; %lld sequences from %s (longest %ld) in batches of %ld, "
@@ -488,8 +521,8 @@ int cmd_bench(int argc, char **argv) {
                        p.int8_attention);
         if (w.varlen) { /* the same operations counted over the real tokens only */
             opcost cfp, cqp;
-            cost(info, &w, true, false, &cfp);
-            cost(info, &w, true, true, &cqp);
+            cost(info, &w, true, false, false, &cfp);
+            cost(info, &w, true, true, ffn_out_pt, &cqp);
             const double gop_pf = cfp.useful / seqs / 1e9;
             printf("  roofline padding-free: %.3f GOP per sequence; FP32 ceiling %.2f seq/s (%.1f%% reached), INT8 "
                    "ceiling %.2f seq/s (%.1f%% reached)\n",
@@ -539,6 +572,7 @@ int cmd_bench(int argc, char **argv) {
                    "\"fp32_gflops_per_core\":%.2f,\"int8_gops_per_core\":%.2f",
                    pk.threads, pk.fp32_gflops, pk.int8_gops, pk.mem_gbps, pk.int8_vnni_gops, pk.int8_amx_gops,
                    pk.int8_avx2_gops, pk.fp32_gflops / pk.threads, pk.int8_gops / pk.threads);
+        if (roofline && !w.varlen) json_roofline(&cq, &tq, pk.int8_gops, pk.fp32_gflops, p.int8_attention);
         printf("}\n");
     }
     rc = 0;

@@ -60,11 +60,13 @@ void b8_session_set_observer(bert8_session *s, b8_observer fn, void *ctx) {
 const char *bert8_session_last_error(const bert8_session *s) { return s ? s->err.msg : "no session"; }
 
 static inline double prof_start(const bert8_session *s) { return s->profiling ? omp_get_wtime() : 0.0; }
-/* Charges the time since *t to op and restarts the clock. */
+/* Charges the time since *t to op (less what was already charged to a row operation inside it,
+ * run_group) and restarts the clock. */
 static inline void prof_mark(bert8_session *s, bert8_op op, double *t) {
     if (!s->profiling) return;
     double n = omp_get_wtime();
-    s->prof[op] += n - *t;
+    s->prof[op] += n - *t - s->prof_carry;
+    s->prof_carry = 0.0;
     *t = n;
 }
 
@@ -78,6 +80,7 @@ void bert8_session_set_profiling(bert8_session *s, int on) {
     if (!s) return;
     s->profiling = on;
     if (on) memset(s->prof, 0, sizeof s->prof);
+    s->prof_carry = 0.0;
 }
 
 void bert8_session_get_profile(const bert8_session *s, double seconds[BERT8_OP_COUNT]) {
@@ -322,6 +325,20 @@ typedef struct gcall {
     void *rows_ctx;
 } gcall;
 
+/* A row operation timed on the thread that runs it (profiling only; see run_group). */
+typedef struct timed_rows {
+    bert8_session *s;
+    void (*fn)(void *ctx, int64_t m0, int64_t m1);
+    void *ctx;
+} timed_rows;
+
+static void rows_timed(void *ctx, int64_t m0, int64_t m1) {
+    const timed_rows *t = ctx;
+    const double t0 = omp_get_wtime();
+    t->fn(t->ctx, m0, m1);
+    __atomic_fetch_add(&t->s->prof_rows_ns, (int64_t)((omp_get_wtime() - t0) * 1e9), __ATOMIC_RELAXED);
+}
+
 /* Runs the group; an INT8 group also runs c->rows (when there is one) inside its product, on the
  * rows each unit of work finished (ln_after runs the LayerNorm after an FP32 group). */
 static bert8_status run_group(bert8_session *s, const b8_layer *ly, int64_t M, const gcall *c, double *t) {
@@ -368,7 +385,23 @@ static bert8_status run_group(bert8_session *s, const b8_layer *ly, int64_t M, c
                        .out_zp = c->out_zp,
                        .rows_done = c->rows,
                        .rows_ctx = c->rows_ctx};
-    return b8_qgemm(xq, q->k, M, q->packed, &ep, &s->gemm_ws, &s->err);
+    /* profiling: the LayerNorm and the per-token requantization a product runs on its rows are
+     * timed where they run and charged to their own ops (thread time over the threads: their share
+     * of the call's wall time, exactly when they run alone after the product) */
+    const bert8_op rows_op = c->rows == ln_rows ? BERT8_OP_NORM : c->rows == hq_rows ? BERT8_OP_QUANTIZE : BERT8_OP_COUNT;
+    timed_rows tr = {s, c->rows, c->rows_ctx};
+    if (s->profiling && rows_op != BERT8_OP_COUNT) {
+        s->prof_rows_ns = 0;
+        ep.rows_done = rows_timed;
+        ep.rows_ctx = &tr;
+    }
+    const bert8_status st = b8_qgemm(xq, q->k, M, q->packed, &ep, &s->gemm_ws, &s->err);
+    if (s->profiling && rows_op != BERT8_OP_COUNT) {
+        const double sec = (double)s->prof_rows_ns * 1e-9 / (double)b8_par_threads();
+        s->prof[rows_op] += sec;
+        s->prof_carry += sec;
+    }
+    return st;
 }
 
 /* The LayerNorm after residual group g when it ran FP32, as a pass of its own (an INT8 group ran

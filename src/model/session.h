@@ -40,6 +40,11 @@ struct bert8_session {
     bert8_outputs out;
     int profiling;
     double prof[BERT8_OP_COUNT];
+    /* Profiling the row operations INT8 products run (forward.c, rows_timed): thread nanoseconds
+     * of the current product's row operation, and seconds already charged to their own op that
+     * the next prof_mark takes off the product's. */
+    int64_t prof_rows_ns;
+    double prof_carry;
 };
 
 /* Installs (or with fn NULL removes) the calibration hook. */
