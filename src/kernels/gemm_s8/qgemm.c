@@ -523,7 +523,7 @@ static inline void tile(const run_plan *p, const uint8_t *a, const int8_t *wp, i
     if (pf) b->ukr_pf[rows](kg, a, wp, c, ldt, pc > 0, pf);
     else b->ukr[rows](kg, a, wp, c, ldt, pc > 0);
     if (pc != p->npc - 1) return;
-    if (p->ep && p->ep->a_zero) /* sum (A - z[m]) W = sum A W - z[m] * sum W */
+    if (p->ep && p->ep->a_zero && p->row_zero) /* sum (A - z[m]) W = sum A W - z[m] * sum W */
         p->row_zero(c, ldt, rows, cols, p->ep->a_zero + ir, w->wsum + jr);
     if (p->ep) p->epilogue(c, ldt, rows, cols, ir, jr, w->comp, w->w_scale, p->ep);
     else
@@ -627,7 +627,16 @@ static bert8_status run_blis(const int8_t *A, int64_t lda, int64_t M, const b8_q
                        w->kernel->name);
     run_plan p = {.b = b, .w = w, .A = A, .lda = lda, .M = M, .ep = ep, .C = C, .ldc = ldc};
     if (ep) p.epilogue = b->pick_epilogue(ep);
-    if (ep && ep->a_zero) p.row_zero = pick_row_zero();
+    /* per-row zero points: the epilogue's own correction where it has one, else a pass over each
+     * tile before it */
+    b8_qepilogue epz;
+    if (ep && ep->a_zero && b->epi_row_zero) {
+        epz = *ep;
+        epz.wsum = w->wsum;
+        p.ep = &epz;
+    } else if (ep && ep->a_zero) {
+        p.row_zero = pick_row_zero();
+    }
     int mr = b->mr, nr = b->nr, kq = b->kq;
 
     p.npc = (w->Kp + bl->kc_max - 1) / bl->kc_max;

@@ -42,6 +42,9 @@ typedef struct b8_qepilogue {
     /* [M] per-row zero points of A in [-127, 127] (only with a_scale_per_row), or NULL: acc
      * then sums (A - a_zero[m]) W. Only the kernels b8_qweight_takes_row_zero accepts. */
     const int32_t *a_zero;
+    /* Internal: set by b8_qgemm (callers leave it NULL) for the epilogues that take the a_zero
+     * correction in their own pass over the tile: [Np] sum_k W[n][k]. */
+    const int32_t *wsum;
     const float *bias;    /* [N] or NULL */
     /* Outlier channels in fp32 (0: none): ox [M][ld_ox] (the first `outliers` values of each
      * row), ow [outliers][ld_ow] (ld_ow >= N); added to the bias in order, before the scale. */

@@ -109,6 +109,7 @@ const b8_qblis b8_qblis_32x32c4__amx = {
             U32, U32, U32, U32, U32, U32, U32, U32, U32, U32, U32, U32, U32, U32, U32, U32},
     .pick_epilogue = pick_epilogue,
     .store_s32 = store_s32,
+    .epi_row_zero = 1,
     .unit_begin = unit_begin,
     .unit_end = unit_end,
 };

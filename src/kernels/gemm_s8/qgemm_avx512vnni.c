@@ -119,7 +119,7 @@ static inline B8_T512 __mmask16 cols_mask(int cols, int j) {
  * tile; per row: recomputed in epi_row, the same product), bias, requantization multipliers. */
 typedef struct epi_ctx {
     __mmask16 mk[NV];
-    __m512i cv[NV];
+    __m512i cv[NV], wsv[NV]; /* wsv: sum_k W[n][k] for per-row zero points (ep->wsum) */
     __m512 ws[NV], s[NV], bias[NV], omul[NV];
 } epi_ctx;
 
@@ -132,6 +132,7 @@ epi_setup(epi_ctx *x, int cols, int64_t n0, const int32_t *comp, const float *w_
         x->mk[j] = cols_mask(cols, j);
         /* comp and w_scale are padded to the panel width; bias and out_mul are not. */
         x->cv[j] = comp ? _mm512_loadu_si512(comp + n0 + 16 * j) : _mm512_setzero_si512();
+        x->wsv[j] = ep->wsum ? _mm512_loadu_si512(ep->wsum + n0 + 16 * j) : _mm512_setzero_si512();
         x->ws[j] = _mm512_loadu_ps(w_scale + n0 + 16 * j);
         x->s[j] = _mm512_mul_ps(as, x->ws[j]);
         x->bias[j] = ep->bias ? _mm512_maskz_loadu_ps(x->mk[j], ep->bias + n0 + 16 * j)
@@ -190,6 +191,8 @@ epi_row(const epi_ctx *x, const __m512i *acc, int64_t m, int64_t n0, const b8_qe
     for (int j = 0; j < NV; j++) {
         int64_t n = n0 + 16 * j;
         __m512i v = _mm512_sub_epi32(acc[j], x->cv[j]);
+        /* sum (A - z[m]) W = sum A W - z[m] sum W: exact int32, so the same as a pass of its own */
+        if (ep->wsum) v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_set1_epi32(ep->a_zero[m]), x->wsv[j]));
         __m512 y = _mm512_fmadd_ps(s[j], _mm512_cvtepi32_ps(v), tb ? tb[j] : x->bias[j]);
         if (act == B8_ACT_GELU) y = b8_v16_gelu(y);
         else if (act == B8_ACT_GELU_TANH) y = b8_v16_gelu_tanh(y);
@@ -299,4 +302,5 @@ const b8_qblis b8_qblis_8x32c4__avx512vnni = {
                qs8_gemm_7x32c4__avx512vnni_pf, qs8_gemm_8x32c4__avx512vnni_pf},
     .pick_epilogue = pick_epilogue,
     .store_s32 = store_s32,
+    .epi_row_zero = 1,
 };

@@ -67,6 +67,8 @@ typedef struct b8_qblis {
     b8_qukernel_pf ukr_pf[B8_MAX_MR + 1]; /* with a prefetch of the next W panel, or NULL */
     b8_qepilogue_fn (*pick_epilogue)(const b8_qepilogue *ep); /* chosen once per call */
     b8_qstore_fn store_s32;
+    int epi_row_zero;   /* its epilogue subtracts a_zero[m] * wsum[n] itself (b8_qepilogue.wsum), so
+                           the tile needs no correction pass of its own */
     /* Called by each thread around its units of work (NULL: nothing); AMX loads and
      * releases its tile configuration here. */
     void (*unit_begin)(void);
