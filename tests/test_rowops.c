@@ -380,7 +380,7 @@ TEST(window_attention_twins_bit_exact_and_correct) {
  * and the scalar twin against double-precision attention on the dequantized Q, K, V. */
 TEST(int8_attention_twins_bit_exact_and_close_to_fp32) {
     rng = 4242; /* its own data, whatever ran before it (some earlier tests draw per ISA) */
-    static const int64_t TS[] = {1, 3, 5, 16, 17, 64, 130};
+    static const int64_t TS[] = {1, 3, 5, 16, 17, 64, 130, 257};
     static const int64_t DS[] = {4, 16, 20, 32, 64, 80, 128};
     const bool vnni = b8_cpu_allows(B8_ISA_AVX512_VNNI), amx = b8_cpu_allows(B8_ISA_AMX), avx2 = b8_cpu_allows(B8_ISA_AVX2);
     for (size_t ti = 0; ti < sizeof TS / sizeof *TS; ti++)
@@ -440,7 +440,7 @@ TEST(int8_attention_twins_bit_exact_and_close_to_fp32) {
                 }
                 double worst = 0;
                 for (int64_t i = 0; i < T; i++) {
-                    double sc[130], mx = -1e300, sum = 0;
+                    double sc[257], mx = -1e300, sum = 0;
                     for (int64_t j = 0; j < T; j++) {
                         double a = 0;
                         for (int64_t k = 0; k < d; k++) a += (double)qkv[i * ld + k] * sq * qkv[j * ld + d + k] * sk;
