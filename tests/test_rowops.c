@@ -376,6 +376,40 @@ TEST(window_attention_twins_bit_exact_and_correct) {
             }
 }
 
+/* The AMX kernel's head sizes below 64 (16, 32 and 48: depths past d zero on the 64-depth tiles)
+ * against the scalar twin bit for bit, with and without a mask and a relative bias, long rows too. */
+TEST(int8_attention_amx_small_heads_bit_exact) {
+    if (!b8_cpu_allows(B8_ISA_AMX)) TU_SKIP("no AMX: the AMX kernel did not run");
+    rng = 777;
+    static const int64_t TS[] = {1, 15, 33, 200};
+    static const int64_t DS[] = {16, 32, 48};
+    for (size_t ti = 0; ti < sizeof TS / sizeof *TS; ti++)
+        for (size_t di = 0; di < sizeof DS / sizeof *DS; di++) {
+            const int64_t T = TS[ti], d = DS[di], ld = 3 * d + 7, ldo = d + 1;
+            int8_t *qkv = malloc((size_t)(T * ld)), *o1 = calloc((size_t)(T * ldo), 1), *o2 = calloc((size_t)(T * ldo), 1);
+            float *c1 = calloc((size_t)(T * ldo), sizeof(float)), *c2 = calloc((size_t)(T * ldo), sizeof(float));
+            float *mul = malloc((size_t)d * sizeof(float)), *relv = malloc(sizeof(float) * (size_t)(2 * T - 1));
+            int32_t *mask = malloc(sizeof(int32_t) * (size_t)T);
+            void *scr = b8_malloc_aligned(b8_attention_s8_scratch_bytes(T, d));
+            for (int64_t i = 0; i < T * ld; i++) qkv[i] = (int8_t)(frand(254.0f));
+            for (int64_t i = 0; i < 2 * T - 1; i++) relv[i] = 0.5f * cosf(0.3f * (float)i);
+            for (int64_t j = 0; j < T; j++) mask[j] = j % 3 != 1;
+            for (int64_t k = 0; k < d; k++) mul[k] = 30.0f + frand(20.0f);
+            for (int cfg = 0; cfg < 4; cfg++) {
+                b8_attn_s8_params p = {0.02f * 0.015f / sqrtf((float)d), 0.03f, mul, NULL, cfg & 2 ? relv : NULL};
+                const int32_t *mk = cfg & 1 ? mask : NULL;
+                b8_attention_s8__scalar(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mk, B8_MASK_ADD_MIN, c1, NULL, ldo, scr);
+                b8_attention_s8__scalar(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mk, B8_MASK_ADD_MIN, NULL, o1, ldo, scr);
+                b8_attention_s8__amx(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mk, B8_MASK_ADD_MIN, c2, NULL, ldo, scr);
+                b8_attention_s8__amx(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, mk, B8_MASK_ADD_MIN, NULL, o2, ldo, scr);
+                CHECKF(!memcmp(c1, c2, sizeof(float) * (size_t)(T * ldo)) && !memcmp(o1, o2, (size_t)(T * ldo)),
+                       "amx: T=%lld d=%lld cfg=%d", (long long)T, (long long)d, cfg);
+            }
+            free(qkv), free(o1), free(o2), free(c1), free(c2), free(mul), free(relv), free(mask);
+            b8_free_aligned(scr);
+        }
+}
+
 /* INT8 attention: the AMX, VNNI and AVX2 kernels against their scalar twin bit for bit (fp32 and int8 outputs),
  * and the scalar twin against double-precision attention on the dequantized Q, K, V. */
 TEST(int8_attention_twins_bit_exact_and_close_to_fp32) {
@@ -591,6 +625,7 @@ int main(void) {
     RUN(glu_twins_bit_exact_and_correct);
     RUN(attention_twins_bit_exact_and_correct);
     RUN(int8_attention_twins_bit_exact_and_close_to_fp32);
+    RUN(int8_attention_amx_small_heads_bit_exact);
     RUN(int8_attention_with_every_key_masked);
     RUN(window_attention_twins_bit_exact_and_correct); /* last: its random draws leave the others' data as before */
     RUN(int8_window_attention_twins_bit_exact_and_close_to_fp32);

@@ -484,7 +484,7 @@ static size_t amx_scratch_bytes(int64_t T, int64_t d) {
     const int64_t t16 = round_up(T, 16), t64 = round_up(T, 64);
     const size_t blocks = (size_t)(4 * RBA * t16 + 4 * t16 + d * t16 + t64 * d + RBA * t64 + RBA * d + 4 * RBA * t16 +
                                    4 * RBA * d + 8 * 64);
-    const size_t fused = d == 64 ? amx64_scratch_bytes(T) : 0;
+    const size_t fused = d <= 64 && d % 16 == 0 ? amx64_scratch_bytes(T) : 0;
     return blocks > fused ? blocks : fused;
 }
 
@@ -562,7 +562,7 @@ AMXT static void context_amx(const layout *l, int64_t d, int32_t *cx) {
 }
 
 
-/* ---- AMX, head size 64: scores, softmax and P.V fused per block of keys ----
+/* ---- AMX, head sizes 16 to 64: scores, softmax and P.V fused per block of keys ----
  *
  * For each block of 16 query rows, in chunks of 64 keys, two passes: the first forms the chunk's
  * scores (one 16 x 16 tile per 16 keys, Q held in a tile) only for the rows' largest score, the
@@ -573,7 +573,8 @@ AMXT static void context_amx(const layout *l, int64_t d, int32_t *cx) {
  * tile (each tile load one contiguous KiB). Every float is formed as in the twins: the same score
  * (int32 * scale, then + rel), the same max, exp, lane order (key j in lane j % 16, keys in
  * ascending order) and rounding, and the context sums are exact integers, so the outputs are bit
- * for bit the block kernel's and the scalar twin's. */
+ * for bit the block kernel's and the scalar twin's. A head size below 64 (MiniLM's 32) runs on the
+ * same 64-depth tiles with the depths past it zero in Q and K, which add exact zeros. */
 
 #define KCH 64 /* keys per chunk */
 
@@ -591,20 +592,22 @@ static size_t amx64_scratch_bytes(int64_t T) {
 /* K and V of one head into the tile layouts (keys past T zero). K: the 16 x 16 dwords (keys x
  * groups of 4 depths) of each 16-key tile transposed; V: four keys' bytes interleaved per dim,
  * as pack_vnni does, each 16-dim column tile of a 64-key chunk stored whole. */
-AMXT static void pack_amx64(const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int8_t *kt, int8_t *vt) {
+AMXT static void pack_amx64(const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_t d, int8_t *kt,
+                            int8_t *vt) {
     const int64_t t64 = round_up(T, 64);
+    const __mmask16 kd = (__mmask16)((1u << (d / 4)) - 1); /* the dwords of a key's d depths */
     for (int64_t j0 = 0; j0 < t64; j0 += 16) {
         __m512i r[16], c[16];
-        for (int i = 0; i < 16; i++) r[i] = j0 + i < T ? _mm512_loadu_si512(k + (j0 + i) * ld) : _mm512_setzero_si512();
+        for (int i = 0; i < 16; i++) r[i] = j0 + i < T ? _mm512_maskz_loadu_epi32(kd, k + (j0 + i) * ld) : _mm512_setzero_si512();
         transpose16x16(r, c);
         for (int g = 0; g < 16; g++) _mm512_storeu_si512(kt + j0 * 64 + g * 64, c[g]);
     }
     for (int64_t j0 = 0; j0 < t64; j0 += 4) {
         __m128i rows[4][4]; /* key c, dims 16 dd .. 16 dd + 15 */
         for (int c = 0; c < 4; c++)
-            for (int dd = 0; dd < 4; dd++)
+            for (int dd = 0; dd < d / 16; dd++)
                 rows[c][dd] = j0 + c < T ? _mm_loadu_si128((const __m128i *)(v + (j0 + c) * ld + 16 * dd)) : _mm_setzero_si128();
-        for (int dd = 0; dd < 4; dd++) {
+        for (int dd = 0; dd < d / 16; dd++) {
             const __m128i ab0 = _mm_unpacklo_epi8(rows[0][dd], rows[1][dd]), ab1 = _mm_unpackhi_epi8(rows[0][dd], rows[1][dd]);
             const __m128i ce0 = _mm_unpacklo_epi8(rows[2][dd], rows[3][dd]), ce1 = _mm_unpackhi_epi8(rows[2][dd], rows[3][dd]);
             int8_t *o = vt + (j0 / 64) * 4096 + dd * 1024 + ((j0 % 64) / 4) * 64;
@@ -657,23 +660,30 @@ AMXT static inline __attribute__((always_inline)) __m512 chunk_score16(const int
     return x;
 }
 
-/* The context tiles (tmm0-3, 16 rows x 64 dims) += a chunk's p_u8 [16][KCH] times its V tiles. */
-AMXT static inline __attribute__((always_inline)) void context_chunk(const uint8_t *pb, const int8_t *vc) {
+/* The context tiles (tmm0 .. tmm(nct - 1): 16 rows x 16 dims each) += a chunk's p_u8 [16][KCH]
+ * times its V tiles. */
+AMXT static inline __attribute__((always_inline)) void context_chunk(const uint8_t *pb, const int8_t *vc, int nct) {
     B8_AMX_BARRIER();
     _tile_loadd(7, pb, KCH);
     _tile_loadd(5, vc, 64);
     _tile_dpbusd(0, 7, 5);
-    _tile_loadd(6, vc + 1024, 64);
-    _tile_dpbusd(1, 7, 6);
-    _tile_loadd(5, vc + 2048, 64);
-    _tile_dpbusd(2, 7, 5);
-    _tile_loadd(6, vc + 3072, 64);
-    _tile_dpbusd(3, 7, 6);
+    if (nct > 1) {
+        _tile_loadd(6, vc + 1024, 64);
+        _tile_dpbusd(1, 7, 6);
+    }
+    if (nct > 2) {
+        _tile_loadd(5, vc + 2048, 64);
+        _tile_dpbusd(2, 7, 5);
+    }
+    if (nct > 3) {
+        _tile_loadd(6, vc + 3072, 64);
+        _tile_dpbusd(3, 7, 6);
+    }
     B8_AMX_BARRIER();
 }
 
 AMXT static void b8_attention_s8_amx64(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T,
-                                       const b8_attn_s8_params *p, const int32_t *mask, float *ctx, int8_t *ctxq,
+                                       int64_t d, const b8_attn_s8_params *p, const int32_t *mask, float *ctx, int8_t *ctxq,
                                        int64_t ldo, void *scratch) {
     const int64_t t16 = round_up(T, 16), t64 = round_up(T, 64);
     uint8_t *base = (uint8_t *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
@@ -682,7 +692,8 @@ AMXT static void b8_attention_s8_amx64(const int8_t *q, const int8_t *k, const i
     uint8_t *pbuf = (uint8_t *)(sbuf + 16 * KCH); /* [16][KCH] */
     int8_t *qu = (int8_t *)(pbuf + 16 * KCH);
     int32_t cx[16 * 64] __attribute__((aligned(64)));
-    pack_amx64(k, v, ld, T, kt, vt);
+    pack_amx64(k, v, ld, T, d, kt, vt);
+    const int nct = (int)(d / 16); /* context tiles */
     b8_amx_tilecfg cfg;
     b8_amx_tilecfg_16x64(&cfg);
     B8_AMX_BARRIER();
@@ -696,9 +707,10 @@ AMXT static void b8_attention_s8_amx64(const int8_t *q, const int8_t *k, const i
         const int rb = T - i >= 16 ? 16 : (int)(T - i);
         const int8_t *qb = q + i * ld;
         int64_t ldq = ld;
-        if (rb < 16) { /* a tail block: its rows copied, the rest zero, so no tile reads past T */
+        if (rb < 16 || d < 64) { /* a tail block, or rows shorter than a tile's 64 depths: copied,
+                                    the rest zero, so no tile reads past T or past a row */
             memset(qu, 0, 16 * 64);
-            for (int r = 0; r < rb; r++) memcpy(qu + r * 64, q + (i + r) * ld, 64);
+            for (int r = 0; r < rb; r++) memcpy(qu + r * 64, q + (i + r) * ld, (size_t)d);
             qb = qu;
             ldq = 64;
         }
@@ -770,12 +782,12 @@ AMXT static void b8_attention_s8_amx64(const int8_t *q, const int8_t *k, const i
                 }
                 for (int r = rb; r < 16; r++) _mm_storeu_si128((__m128i *)(pb + r * KCH + 16 * t), _mm_setzero_si128());
             }
-            context_chunk(pb, vt + c0 * 64);
+            context_chunk(pb, vt + c0 * 64, nct);
         }
         _tile_stored(0, cx, 256);
-        _tile_stored(1, cx + 16, 256);
-        _tile_stored(2, cx + 32, 256);
-        _tile_stored(3, cx + 48, 256);
+        if (nct > 1) _tile_stored(1, cx + 16, 256);
+        if (nct > 2) _tile_stored(2, cx + 32, 256);
+        if (nct > 3) _tile_stored(3, cx + 48, 256);
         B8_AMX_BARRIER();
         for (int r = 0; r < rb; r++) {
             float lane[16], sum;
@@ -783,7 +795,7 @@ AMXT static void b8_attention_s8_amx64(const int8_t *q, const int8_t *k, const i
             sum = lane[0];
             for (int l = 1; l < 16; l++) sum += lane[l];
             const __m512 vr = _mm512_set1_ps(vs255 / sum);
-            for (int64_t d0 = 0; d0 < 64; d0 += 16) {
+            for (int64_t d0 = 0; d0 < d; d0 += 16) {
                 const __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cx + r * 64 + d0)), vr);
                 store_ctx16(y, (__mmask16)0xFFFF, d0, p, ctx ? ctx + (i + r) * ldo : NULL,
                             ctxq ? ctxq + (i + r) * ldo : NULL);
@@ -797,12 +809,12 @@ AMXT static void b8_attention_s8_amx64(const int8_t *q, const int8_t *k, const i
 AMXT void b8_attention_s8__amx(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_t d,
                                const b8_attn_s8_params *p, const int32_t *mask, b8_mask_mode mode, float *ctx,
                                int8_t *ctxq, int64_t ldo, void *scratch) {
-    if (d % 64 != 0) {
-        b8_attention_s8__avx512vnni(q, k, v, ld, T, d, p, mask, mode, ctx, ctxq, ldo, scratch);
+    if (d <= 64 && d % 16 == 0) {
+        b8_attention_s8_amx64(q, k, v, ld, T, d, p, mask, ctx, ctxq, ldo, scratch);
         return;
     }
-    if (d == 64) {
-        b8_attention_s8_amx64(q, k, v, ld, T, p, mask, ctx, ctxq, ldo, scratch);
+    if (d % 64 != 0) {
+        b8_attention_s8__avx512vnni(q, k, v, ld, T, d, p, mask, mode, ctx, ctxq, ldo, scratch);
         return;
     }
     amx_layout a = carve_amx(scratch, T, d);
