@@ -126,6 +126,7 @@ ln_quant_rows(const int rows, const float *x, int64_t ldx, int64_t n, const b8_l
         const __m512 qg = _mm512_maskz_loadu_ps(k, p->qg + j), qb = _mm512_maskz_loadu_ps(k, p->qb + j);
 #pragma GCC unroll 4
         for (int r = 0; r < rows; r++) {
+            _mm_prefetch((const char *)(x + (r + rows) * ldx + j), _MM_HINT_T1); /* as quant_dyn_zp_rows */
             const __m512 d = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + r * ldx + j), vmean[r]), vrstd[r]);
             store_q(q + r * ldq + j, k, _mm512_fmadd_ps(d, qg, qb));
             if (y)
