@@ -503,9 +503,8 @@ static bert8_status parse(const cJSON *root, const char *path, const b8_tok_opti
                               get_flag(it, "rstrip", 0), get_flag(it, "single_word", 0),
                               get_flag(it, "special", 0), e);
         if (st != BERT8_OK) b8_wrap(e, "%s: added_tokens", path);
-        for (int i = 0; st == BERT8_OK && i < t->n_added; i++)
-            if (t->added[i].len == strlen(content) && !memcmp(t->added[i].content, content, t->added[i].len))
-                t->added[i].normalized = get_flag(it, "normalized", !get_flag(it, "special", 0)) == 1;
+        const int at = st == BERT8_OK ? b8_added_find(t, content, strlen(content)) : -1;
+        if (at >= 0) t->added[at].normalized = get_flag(it, "normalized", !get_flag(it, "special", 0)) == 1;
     }
     if (st == BERT8_OK && kind == B8_TOK_UNIGRAM) st = finish_unigram(t, path, e);
     if (st == BERT8_OK) st = parse_post(t, get(root, "post_processor"), path, e);
