@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json_nul.h"
 #include "tokenizer/tok_internal.h"
 #include "tokenizer/tok_jsonget.h"
 
@@ -556,7 +557,8 @@ bert8_status b8_tokjson_parse(const char *text, size_t len, const char *path,
         long off = where && where >= text && where <= text + len ? (long)(where - text) : -1;
         return b8_fail(e, BERT8_ERR_FORMAT, "%s: invalid JSON near byte offset %ld", path, off);
     }
-    bert8_status st = parse(root, path, opt, out, e);
+    bert8_status st = b8_json_refuse_nul(text, len, path, e);
+    if (!st) st = parse(root, path, opt, out, e);
     cJSON_Delete(root);
     return st;
 }
