@@ -489,8 +489,9 @@ static bert8_status parse(const cJSON *root, const char *path, const b8_tok_opti
         if (st == BERT8_OK) st = ug_metaspace(t, get(root, "pre_tokenizer"), path, e);
     }
     const cJSON *added = get(root, "added_tokens");
+    int n_entry = 0;
     for (const cJSON *it = cJSON_IsArray(added) ? added->child : NULL; it && st == BERT8_OK;
-         it = it->next) {
+         it = it->next, n_entry++) {
         const char *content = get_str(it, "content");
         int64_t id;
         if (!content || !get_id(get(it, "id"), 0, INT32_MAX - 16, &id)) {
@@ -500,12 +501,19 @@ static bert8_status parse(const cJSON *root, const char *path, const b8_tok_opti
                          path, INT32_MAX - 16);
             break;
         }
-        st = b8_tok_add_token(t, content, strlen(content), (int32_t)id, get_flag(it, "lstrip", 0),
-                              get_flag(it, "rstrip", 0), get_flag(it, "single_word", 0),
-                              get_flag(it, "special", 0), e);
+        /* lstrip, rstrip, single_word, special, normalized (default: not special) */
+        static const char *const flags[] = {"lstrip", "rstrip", "single_word", "special", "normalized"};
+        bool fv[5] = {false, false, false, false, true};
+        for (int k = 0; k < 5 && st == BERT8_OK; k++)
+            if (!get_bool_strict(it, flags[k], false, &fv[k]))
+                st = b8_fail(e, BERT8_ERR_FORMAT, "%s: added_tokens[%d].%s must be true or false, not %s", path, n_entry,
+                             flags[k], json_kind(get(it, flags[k])));
+        if (st != BERT8_OK) break;
+        if (!get(it, "normalized")) fv[4] = !fv[3];
+        st = b8_tok_add_token(t, content, strlen(content), (int32_t)id, fv[0], fv[1], fv[2], fv[3], e);
         if (st != BERT8_OK) b8_wrap(e, "%s: added_tokens", path);
         const int at = st == BERT8_OK ? b8_added_find(t, content, strlen(content)) : -1;
-        if (at >= 0) t->added[at].normalized = get_flag(it, "normalized", !get_flag(it, "special", 0)) == 1;
+        if (at >= 0) t->added[at].normalized = fv[4];
     }
     if (st == BERT8_OK && kind == B8_TOK_UNIGRAM) st = finish_unigram(t, path, e);
     if (st == BERT8_OK) st = parse_post(t, get(root, "post_processor"), path, e);
