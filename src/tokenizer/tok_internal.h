@@ -207,6 +207,9 @@ struct b8_tokenizer {
     int64_t model_max_length;
     char *tok_blob;   /* id -> token: NUL-terminated strings */
     int64_t *tok_off; /* [vocab_size + 1] */
+    /* room in tok_blob (bytes), tok_off and added, grown by half again each time: added
+     * tokens append one at a time, and a copy per token was quadratic */
+    size_t blob_cap, off_cap, added_cap, ug_cap;
     b8_ptrie trie;    /* token -> id (Unigram: pieces the Viterbi may use) */
     int32_t special[B8_SPECIAL_COUNT];
 

@@ -183,6 +183,8 @@ bert8_status b8_tok_set_tokens(b8_tokenizer *t, const char *const *toks, const s
     free(t->tok_off);
     t->tok_blob = blob;
     t->tok_off = off;
+    t->blob_cap = total ? total : 1;
+    t->off_cap = (size_t)n + 1;
     t->vocab_size = n;
     return BERT8_OK;
 }
@@ -201,18 +203,34 @@ static bert8_status grow_tokens(b8_tokenizer *t, int64_t pad, const char *s, siz
                        s, len, B8_TOK_MAX_TOKEN_BYTES);
     size_t old = (size_t)t->tok_off[t->vocab_size];
     size_t add = (size_t)pad + len + 1;
-    char *blob = realloc(t->tok_blob, old + add);
-    if (!blob) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
-    t->tok_blob = blob;
-    int64_t *off = realloc(t->tok_off, (size_t)(size + 1) * sizeof *off);
-    if (!off) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
-    t->tok_off = off;
+    if (old + add > t->blob_cap) {
+        const size_t cap = old + add + (old + add) / 2;
+        char *blob = realloc(t->tok_blob, cap);
+        if (!blob) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
+        t->tok_blob = blob;
+        t->blob_cap = cap;
+    }
+    char *blob = t->tok_blob;
+    if ((size_t)size + 1 > t->off_cap) {
+        const size_t cap = (size_t)size + 1 + ((size_t)size + 1) / 2;
+        int64_t *off = realloc(t->tok_off, cap * sizeof *off);
+        if (!off) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
+        t->tok_off = off;
+        t->off_cap = cap;
+    }
+    int64_t *off = t->tok_off;
     if (t->kind == B8_TOK_UNIGRAM && t->ug.score) {
-        float *sc = realloc(t->ug.score, (size_t)size * sizeof *sc);
-        if (sc) t->ug.score = sc;
-        uint8_t *ty = realloc(t->ug.type, (size_t)size);
-        if (ty) t->ug.type = ty;
-        if (!sc || !ty) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
+        if ((size_t)size > t->ug_cap) { /* 0 at first: exactly the pieces were allocated */
+            const size_t cap = (size_t)size + (size_t)size / 2;
+            float *grown = realloc(t->ug.score, cap * sizeof *grown);
+            if (grown) t->ug.score = grown;
+            uint8_t *ty = grown ? realloc(t->ug.type, cap) : NULL;
+            if (ty) t->ug.type = ty;
+            if (!grown || !ty) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
+            t->ug_cap = cap;
+        }
+        float *sc = t->ug.score;
+        uint8_t *ty = t->ug.type;
         for (int64_t i = t->vocab_size; i < size; i++) {
             sc[i] = 0;
             ty[i] = i == size - 1 ? B8_SP_CONTROL : 0;
@@ -300,9 +318,14 @@ bert8_status b8_tok_add_token(b8_tokenizer *t, const char *content, size_t len, 
             if (id < 0) return e ? e->status : BERT8_ERR_NOMEM;
         }
     }
-    b8_added_token *na = realloc(t->added, (size_t)(t->n_added + 1) * sizeof *na);
-    if (!na) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
-    t->added = na;
+    if ((size_t)t->n_added + 1 > t->added_cap) {
+        const size_t cap = 16 + (size_t)t->n_added + (size_t)t->n_added / 2;
+        b8_added_token *grown = realloc(t->added, cap * sizeof *grown);
+        if (!grown) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
+        t->added = grown;
+        t->added_cap = cap;
+    }
+    b8_added_token *na = t->added;
     char *c = malloc(len + 1);
     if (!c) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
     memcpy(c, content, len);
