@@ -4,11 +4,20 @@
  * the thread's CPU time, so they are per core even on a busy machine; wall time is printed
  * alongside. The BPE tokenizer.json defaults to the test one (tests/data/bpe, run from the
  * source tree); it is skipped when absent.
- *   bench_tokenizer [--shared DIR] [--rounds N] [--tsv FILE] [--bpe tokenizer.json] */
+ *
+ * The added-token cases load each tokenizer again with --added N added tokens (50,000 by
+ * default; "tok00000", "tok00001", ...): the BPE one with them in its tokenizer.json (every
+ * other one normalized, so both matching passes hold many), the WordPiece one from a folder
+ * with an added_tokens.json (lower-cased by do_lower_case: they match any case). Each case
+ * prints its load time, then encodes the corpus with every tenth sentence carrying three of
+ * the tokens. Their cost must not grow with N (issue 41: it used to be quadratic).
+ *   bench_tokenizer [--shared DIR] [--rounds N] [--tsv FILE] [--bpe tokenizer.json] [--added N] */
+#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tokenizer/tokenizer.h"
 
@@ -88,9 +97,139 @@ static void run(const char *name, const b8_tokenizer *t, const corpus *c, int ro
     b8_encoding_free(&enc);
 }
 
+/* The BPE tokenizer.json text with n added tokens put first in its added_tokens list, ids from
+ * its vocabulary size up (NULL when the file has no added_tokens list). */
+static char *with_added_bpe(const char *json, int64_t vocab, int n) {
+    const char *at = strstr(json, "\"added_tokens\"");
+    const char *open = at ? strchr(at, '[') : NULL;
+    if (!open) return NULL;
+    const size_t head = (size_t)(open + 1 - json), per = 160;
+    char *out = malloc(strlen(json) + (size_t)n * per + 2);
+    if (!out) return NULL;
+    memcpy(out, json, head);
+    size_t k = head;
+    for (int i = 0; i < n; i++)
+        k += (size_t)snprintf(out + k, per,
+                              "{\"id\":%lld,\"content\":\"tok%05d\",\"single_word\":false,\"lstrip\":false,"
+                              "\"rstrip\":false,\"normalized\":%s,\"special\":false},",
+                              (long long)(vocab + i), i, i % 2 ? "true" : "false");
+    const char *rest = open + 1;
+    while (*rest == ' ' || *rest == '\n')
+        rest++;
+    if (*rest == ']' && n) k--; /* no trailing comma before an empty list's end */
+    strcpy(out + k, rest);
+    return out;
+}
+
+/* A folder with vocab.txt (copied from path) and an added_tokens.json of n tokens; its path
+ * (static), or NULL. */
+static const char *wordpiece_added_dir(const char *vocab_path, int64_t vocab, int n) {
+    static char dir[] = "/tmp/bench_tokenizer_XXXXXX";
+    if (!mkdtemp(dir)) return NULL;
+    b8_err e = {0};
+    size_t len = 0;
+    char *v = b8_read_file(vocab_path, &len, &e), path[256];
+    snprintf(path, sizeof path, "%s/vocab.txt", dir);
+    FILE *f = v ? fopen(path, "w") : NULL;
+    bool ok = f && fwrite(v, 1, len, f) == len;
+    if (f) ok = fclose(f) == 0 && ok;
+    free(v);
+    snprintf(path, sizeof path, "%s/added_tokens.json", dir);
+    if (!ok || !(f = fopen(path, "w"))) return NULL;
+    fputc('{', f);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s\"tok%05d\": %lld", i ? ", " : "", i, (long long)(vocab + i));
+    fputs("}\n", f);
+    return fclose(f) == 0 ? dir : NULL;
+}
+
+static void remove_dir(const char *dir) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/vocab.txt", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/added_tokens.json", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* The corpus with every tenth sentence followed by three added tokens in mixed case. */
+static void corpus_with_added(const corpus *c, int n_added, corpus *out) {
+    out->n = c->n;
+    out->bytes = 0;
+    out->text = malloc(c->n * sizeof *out->text);
+    out->len = malloc(c->n * sizeof *out->len);
+    out->data = malloc(c->bytes + c->n * 48 + 1);
+    size_t at = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        char *p = out->data + at;
+        memcpy(p, c->text[i], c->len[i]);
+        size_t l = c->len[i];
+        if (i % 10 == 0 && n_added > 0)
+            l += (size_t)sprintf(p + l, " tok%05d TOK%05d x tok%05dy", (int)(i % (size_t)n_added),
+                                 (int)((i * 7) % (size_t)n_added), (int)((i * 13) % (size_t)n_added));
+        out->text[i] = p;
+        out->len[i] = l;
+        out->bytes += l;
+        at += l;
+    }
+}
+
+/* The added-token cases (see the top of the file). */
+static void run_added(const char *shared, const char *bpe_path, const corpus *c, int rounds, int n) {
+    corpus ca = {0};
+    corpus_with_added(c, n, &ca);
+    b8_err e = {0};
+    size_t len = 0;
+    char *json = b8_read_file(bpe_path, &len, &e);
+    b8_tokenizer *plain = NULL;
+    if (json && b8_tokenizer_load_files(B8_TOK_AUTO, bpe_path, NULL, &plain, &e) == BERT8_OK) {
+        char *big = with_added_bpe(json, b8_tokenizer_vocab_size(plain), n), path[] = "/tmp/bench_tokenizer_XXXXXX";
+        int fd = big ? mkstemp(path) : -1;
+        b8_tokenizer *t = NULL;
+        if (fd >= 0 && write(fd, big, strlen(big)) == (ssize_t)strlen(big) && close(fd) == 0) {
+            char named[300];
+            snprintf(named, sizeof named, "%s.json", path); /* the loader reads tokenizer.json by its suffix */
+            rename(path, named);
+            double t0 = now(), c0 = cpu_now();
+            if (b8_tokenizer_load_files(B8_TOK_AUTO, named, NULL, &t, &e) == BERT8_OK) {
+                printf("load: bpe + %d added tokens %.1f ms cpu (wall %.1f ms)\n", n, (cpu_now() - c0) * 1e3,
+                       (now() - t0) * 1e3);
+                run("bpe+added", t, &ca, rounds);
+            } else {
+                printf("bpe+added: %s\n", e.msg);
+            }
+            unlink(named);
+        }
+        b8_tokenizer_free(t);
+        free(big);
+    }
+    b8_tokenizer_free(plain);
+    free(json);
+    char vp[1024];
+    snprintf(vp, sizeof vp, "%s/tokenizers/bert-base-uncased.vocab.txt", shared);
+    b8_tokenizer *wp = NULL, *t = NULL;
+    if (b8_tokenizer_load_files(B8_TOK_WORDPIECE, vp, NULL, &wp, &e) == BERT8_OK) {
+        const char *dir = wordpiece_added_dir(vp, b8_tokenizer_vocab_size(wp), n);
+        double t0 = now(), c0 = cpu_now();
+        if (dir && b8_tokenizer_load_dir(dir, NULL, &t, &e) == BERT8_OK) {
+            printf("load: wordpiece + %d added tokens %.1f ms cpu (wall %.1f ms)\n", n, (cpu_now() - c0) * 1e3,
+                   (now() - t0) * 1e3);
+            run("wp+added", t, &ca, rounds);
+        } else {
+            printf("wp+added: %s\n", dir ? e.msg : "cannot write the folder");
+        }
+        if (dir) remove_dir(dir);
+    }
+    b8_tokenizer_free(t);
+    b8_tokenizer_free(wp);
+    free(ca.text);
+    free(ca.len);
+    free(ca.data);
+}
+
 int main(int argc, char **argv) {
     const char *shared = "../shared", *tsv = NULL, *bpe_path = "tests/data/bpe/tokenizer.json";
-    int rounds = 5;
+    int rounds = 5, n_added = 50000;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--shared") && i + 1 < argc)
             shared = argv[++i];
@@ -100,8 +239,10 @@ int main(int argc, char **argv) {
             tsv = argv[++i];
         else if (!strcmp(argv[i], "--bpe") && i + 1 < argc)
             bpe_path = argv[++i];
+        else if (!strcmp(argv[i], "--added") && i + 1 < argc)
+            n_added = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--shared DIR] [--rounds N] [--tsv FILE] [--bpe FILE]\n",
+            fprintf(stderr, "usage: %s [--shared DIR] [--rounds N] [--tsv FILE] [--bpe FILE] [--added N]\n",
                     argv[0]);
             return 2;
         }
@@ -144,6 +285,7 @@ int main(int argc, char **argv) {
         printf("bpe: skipped (%s)\n", e.msg);
     }
     b8_tokenizer_free(bpe);
+    if (n_added > 0) run_added(shared, bpe_path, &c, rounds, n_added);
     b8_tokenizer_free(wp);
     b8_tokenizer_free(ug);
     free(c.text);

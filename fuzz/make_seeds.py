@@ -406,8 +406,62 @@ def seeds_bpe():
                      "vocab": v2, "merges": m2}}
     put("tokenizer_json", "bpe_options", json.dumps(opt, indent=1) + SEP.decode() +
         "The zzz MOVIE movie! \u0130stanbul the\u00a0then")
+    # issue 41: an unk_token missing from the vocabulary (`tokenizers` loads it and fails only
+    # when a byte needs it), a ByteLevel add_prefix_space written "yes" (refused), an added
+    # token holding \u0000 (refused), and 300 added tokens sharing prefixes (the trie)
+    put("tokenizer_json", "bpe_unk_not_in_vocab", json.dumps(dict(rob, model=dict(rob["model"], unk_token="<nope>"))) +
+        SEP.decode() + "the thing \x00 ouing")
+    put("tokenizer_json", "bpe_prefix_space_yes",
+        json.dumps(dict(rob, pre_tokenizer=dict(rob["pre_tokenizer"], add_prefix_space="yes"))) + SEP.decode() + "the")
+    nul = [dict(a) for a in added] + [{"id": len(vocab), "content": "<x\u0000y>", "single_word": False,
+                                       "lstrip": False, "rstrip": False, "normalized": False, "special": True}]
+    put("tokenizer_json", "bpe_added_nul", json.dumps(dict(rob, added_tokens=nul)) + SEP.decode() + "<x")
+    many = [dict(a) for a in added] + [
+        {"id": len(vocab) + i, "content": "th%03d" % i if i % 3 else "The%02d" % (i % 100), "single_word": i % 7 == 0,
+         "lstrip": i % 5 == 0, "rstrip": i % 11 == 0, "normalized": i % 2 == 0, "special": i % 4 == 0}
+        for i in range(300)]
+    put("tokenizer_json", "bpe_many_added", json.dumps(dict(rob, added_tokens=many)) + SEP.decode() +
+        "th001 th002th003 The07 the th 7 th299x th29 " * 4)
     put("tokenizer_json", "bpe_sst2_trained",
         rd(ROOT, "tests", "data", "bpe", "tokenizer.json") + SEP + "Hello <mask>!  it's a 'great' film\n\n".encode())
+
+
+# ---- sentence-transformers folders (fuzz_st_folder) -------------------------------------------
+
+def seeds_st_folder():
+    """modules.json, 1_Pooling/config.json, 2_Dense/config.json [, Dense weight [1][1]] for a
+    transformer 4 wide: a good folder and the broken ones of issue 41."""
+    def mods(pool=None, pool_type="sentence_transformers.models.Pooling", extra=()):
+        m = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+             dict({"idx": 1, "name": "1", "type": pool_type}, **({} if pool is None else {"path": pool})),
+             {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"}]
+        return json.dumps(m + list(extra), indent=2)
+    pool = json.dumps({"word_embedding_dimension": 4, "pooling_mode_cls_token": True, "pooling_mode_mean_tokens": False})
+    dense = json.dumps({"in_features": 4, "out_features": 2, "bias": True,
+                        "activation_function": "torch.nn.modules.activation.Tanh"})
+    norm = [{"idx": 3, "name": "3", "path": "3_Normalize", "type": "sentence_transformers.models.Normalize"}]
+
+    def folder(name, m, p=pool, d=dense, w=None):
+        data = m.encode() + SEP + p.encode() + SEP + d.encode()
+        if w is not None:
+            data += SEP + struct.pack("<f", w)
+        put("st_folder", name, data)
+    folder("good", mods("1_Pooling", extra=norm))
+    folder("pooling_no_path", mods(None))
+    folder("pooling_path_nul", mods("1_Pooling\u0000junk"))
+    folder("pooling_type_nul", mods("1_Pooling", "sentence_transformers.models.Pooling\u0000x"))
+    folder("path_dotdot", mods("x/../1_Pooling"))
+    folder("pooling_empty", mods("1_Pooling"), p="{}")
+    folder("pooling_all_false", mods("1_Pooling"), p=json.dumps({
+        "word_embedding_dimension": 4, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": False,
+        "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False}))
+    folder("pooling_mode_null", mods("1_Pooling"), p=json.dumps({"embedding_dimension": 4, "pooling_mode": None}))
+    folder("pooling_mode_empty_list", mods("1_Pooling"), p=json.dumps({"embedding_dimension": 4, "pooling_mode": []}))
+    folder("pooling_modes", mods("1_Pooling"), p=json.dumps({"embedding_dimension": 4, "pooling_mode": ["cls", "max"]}),
+           d=json.dumps({"in_features": 8, "out_features": 2, "activation_function": "torch.nn.modules.linear.Identity"}))
+    folder("dense_nan", mods("1_Pooling"), w=float("nan"))
+    folder("dense_inf", mods("1_Pooling"), w=float("-inf"))
+    folder("no_modules", "", p=json.dumps({"embedding_dimension": 4, "pooling_mode": "lasttoken"}))
 
 
 # A small WordPiece vocabulary for the tokenizer.json seeds (written here).
@@ -551,6 +605,25 @@ def seeds_quant():
     put("quant", "static_bad_scales", json.dumps(cfg).encode() + SEP + patch)
     put("quant", "static_tiny_scales", json.dumps(cfg).encode() + SEP +
         b"".join(struct.pack("<H", i) + struct.pack("<f", 1e-37) for i in range(0, 400, 3)))
+    # issue 41: configs that contradict the folder's tensors. The harness's folder is static
+    # (FFN-in and FFN-out per token, INT8 attention) or, with FUZZ_QUANT_DYNAMIC, dynamic
+    # (outlier channels): each seed names the layers as its folder holds them.
+    def v5(scheme, modes, attention="int8", **kw):
+        layers = [dict({g: {"mode": m, "alpha": 0.5} for g, m in zip(
+            ("qkv", "attention_output", "ffn_in", "ffn_out"), modes)}, attention=attention)] * 2
+        return json.dumps(dict({"quant_method": "bert8-smoothquant", "version": 5, "scheme": scheme,
+                                "calibration_samples": 1, "keep_fp32": "", "attention": attention,
+                                "embeddings": "fp32", "weight_bits": 8, "layers": layers}, **kw), indent="\t")
+    static_modes = ("int8_static", "int8_static", "int8_dynamic", "int8_dynamic")
+    dynamic_modes = ("int8_dynamic",) * 4
+    put("quant", "v5_static", v5("static", static_modes))
+    put("quant", "v5_static_said_dynamic", v5("dynamic", static_modes))
+    put("quant", "v5_static_said_version_1", v5("static", static_modes, version=1))
+    put("quant", "v5_static_per_token_with_input_scale", v5("static", ("int8_static", "int8_dynamic") + static_modes[2:]))
+    put("quant", "v5_dynamic", v5("dynamic", dynamic_modes))
+    put("quant", "v5_dynamic_said_static", v5("static", dynamic_modes))
+    put("quant", "v5_dynamic_said_version_4", v5("dynamic", dynamic_modes, version=4))
+    put("quant", "v5_lora_task_nul", v5("static", static_modes, lora_task="a\u0000b"))
 
 
 # Texts for the encode and text_io seeds (written here): plain, cased, accented, CJK, emoji,
@@ -592,7 +665,7 @@ def seeds_text_io():
 
 
 # The harnesses whose seeds this script writes (jsonl and server_http seeds are hand-written).
-GENERATED = ("safetensors", "st_header", "st_index", "config", "tok_config", "vocab_txt",
+GENERATED = ("safetensors", "st_header", "st_index", "config", "st_folder", "tok_config", "vocab_txt",
              "tokenizer_json", "spm", "quant", "encode", "text_io")
 
 
@@ -604,6 +677,7 @@ def main():
     seeds_safetensors()
     seeds_index()
     seeds_config()
+    seeds_st_folder()
     seeds_tokenizers()
     seeds_quant()
     seeds_encode()

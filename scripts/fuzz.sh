@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-ci}
 shift || true
-ALL="safetensors st_header st_index config tok_config vocab_txt tokenizer_json spm quant encode text_io jsonl server_http"
+ALL="safetensors st_header st_index config st_folder tok_config vocab_txt tokenizer_json spm quant encode text_io jsonl server_http"
 B=build-fuzz
 
 install_clang() {

@@ -5,6 +5,7 @@
  * truncated on disk while it is loaded does not fault the process. */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "bert8.h"
 #include "io/config.h"
 #include "io/safetensors.h"
+#include "base/json_nul.h"
 #include "testutil.h"
 
 /* tmp/<name>/ with the golden bert_seqcls config.json, `key` set to the JSON text `value`
@@ -410,6 +412,51 @@ TEST(small_checkpoint_truncated_while_loaded_does_not_fault) {
     bert8_model_free(m);
 }
 
+/* ---- NUL characters in names (issue 41) ----------------------------------------------------- */
+
+TEST(json_nul_is_found_with_its_place) {
+    size_t off;
+    char where[300];
+    const char *t1 = "{\"model\": {\"vocab\": {\"a\": 1, \"b\\u0000c\": 2}}}";
+    CHECK(b8_json_find_nul(t1, strlen(t1), &off, where, sizeof where));
+    CHECKF(!strcmp(where, "a key of model.vocab"), "%s", where);
+    CHECK(off == (size_t)(strstr(t1, "\\u0000") - t1));
+    const char *t2 = "{\"added_tokens\": [{\"content\": \"x\"}, {\"id\": 3, \"content\": \"<s\\u0000>\"}]}";
+    CHECK(b8_json_find_nul(t2, strlen(t2), &off, where, sizeof where));
+    CHECKF(!strcmp(where, "added_tokens[1].content"), "%s", where);
+    /* an escaped backslash before u0000 is text, not a NUL; other escapes are fine */
+    const char *t3 = "{\"a\": \"x\\\\u0000\", \"b\": \"\\u0001\\\"\\u00000\"}";
+    CHECK(b8_json_find_nul(t3, strlen(t3), &off, where, sizeof where));
+    CHECKF(!strcmp(where, "b"), "%s", where);
+    const char *t4 = "{\"a\": \"x\\\\u0000\", \"b\": [\"\\u0001\", {\"c\": \"\\\\\"}]}";
+    CHECK(!b8_json_find_nul(t4, strlen(t4), &off, where, sizeof where));
+}
+
+TEST(nul_in_config_and_tensor_names_is_refused) {
+    /* config.json's model_type "bert\u0000junk" used to read as "bert" */
+    char err[1024] = "";
+    bert8_model *m = NULL;
+    const char *dir = config_dir("nul-model-type", "model_type", "\"bert\\u0000junk\"");
+    CHECK(bert8_model_load(dir, NULL, &m, err, sizeof err) == BERT8_ERR_FORMAT);
+    CHECKF(strstr(err, "config.json: model_type holds a NUL character"), "%s", err);
+    bert8_model_free(m);
+    /* a safetensors tensor name */
+    char path[700];
+    snprintf(path, sizeof path, "%s/nul-name.safetensors", tu_tmpdir());
+    const char *hdr = "{\"a\\u0000b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+    const size_t hl = strlen(hdr);
+    unsigned char img[256] = {0};
+    for (int i = 0; i < 8; i++) img[i] = (unsigned char)((uint64_t)hl >> (8 * i));
+    memcpy(img + 8, hdr, hl);
+    CHECK(tu_write_file(path, img, 8 + hl + 4) == 0);
+    b8_st *st = NULL;
+    b8_err e;
+    b8_err_clear(&e);
+    CHECK(b8_st_open(path, &st, &e) == BERT8_ERR_FORMAT);
+    CHECKF(strstr(e.msg, "a key of the top-level object holds a NUL"), "%s", e.msg);
+    b8_st_close(st);
+}
+
 int main(void) {
     RUN(wrong_typed_optional_config_keys_are_errors);
     RUN(out_of_range_numbers_are_printed_sanely);
@@ -420,5 +467,7 @@ int main(void) {
     RUN(fifo_checkpoint_files_are_refused_not_waited_on);
     RUN(tensor_count_and_header_value_limits_answer_too_large);
     RUN(small_checkpoint_truncated_while_loaded_does_not_fault);
+    RUN(json_nul_is_found_with_its_place);
+    RUN(nul_in_config_and_tensor_names_is_refused);
     return tu_finish();
 }

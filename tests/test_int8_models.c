@@ -1,6 +1,8 @@
 /* test_int8_models.c: INT8 (SmoothQuant W8A8) models built from every golden checkpoint agree
  * with their FP32 outputs; quantized folders round-trip; broken quantized files are refused. */
 #include "golden.h"
+#include <cjson/cJSON.h>
+
 #include "testutil.h"
 
 #include <math.h>
@@ -478,7 +480,7 @@ TEST(damaged_input_zero_point_rejected) {
     corrupt_copy(good, bad, zp, CORRUPT_NAN);
     expect_rejected(bad, "input_zero_point", "NaN input_zero_point");
     corrupt_copy(good, bad, zp, CORRUPT_INF);
-    expect_rejected(bad, "is not an integer in [-127, 127]", "infinite input_zero_point");
+    expect_rejected(bad, "is not finite", "infinite input_zero_point");
     corrupt_copy(good, bad, zp, CORRUPT_SHAPE);
     expect_rejected(bad, "input_zero_point", "wrong-shape input_zero_point");
     /* dropped: the folder loads, symmetric (a version 3 folder has none) */
@@ -527,6 +529,85 @@ TEST(damaged_outlier_channels_rejected) {
     bert8_model_free(f);
 }
 
+/* dir/quantization_config.json with top-level key set to the JSON text value; with layer >= 0,
+ * layers[layer].<key>.mode set instead. */
+static void edit_qconfig(const char *dir, int layer, const char *key, const char *value) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/quantization_config.json", dir);
+    char *text = tu_read_file(path, NULL);
+    cJSON *root = text ? cJSON_Parse(text) : NULL, *v = cJSON_Parse(value);
+    free(text);
+    CHECK(root && v);
+    if (!root || !v) return;
+    cJSON *obj = root;
+    if (layer >= 0) {
+        obj = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "layers"), layer), key);
+        key = "mode";
+    }
+    cJSON_ReplaceItemInObjectCaseSensitive(obj, key, v);
+    char *out = cJSON_Print(root);
+    CHECK(tu_write_file(path, out, strlen(out)) == 0);
+    free(out);
+    cJSON_Delete(root);
+}
+
+/* A folder whose quantization_config.json contradicts its tensors is refused by name (issue
+ * 41): the scheme against the modes its Linears hold, a dynamic Linear with a static input
+ * scale, and a version older than the tensors (outlier channels 5, a zero point 4, INT8
+ * attention 2). Each damaged copy starts from a folder that loads. */
+TEST(int8_config_and_tensors_must_agree) {
+    char err[1024], dyn[512], stat[512], zp[512], bad[512];
+    bert8_model *f = NULL, *q = NULL, *r = NULL;
+    bert8_quant_params p = bert8_default_quant_params();
+    p.scheme = BERT8_SCHEME_DYNAMIC;
+    bool ok = saved_seqcls(&p, "agree-dyn", dyn, sizeof dyn, &f, &q);
+    bert8_model_free(q);
+    bert8_model_free(f);
+    p = bert8_default_quant_params(); /* static, FFN-in and FFN-out per token, INT8 attention */
+    ok = ok && saved_seqcls(&p, "agree-static", stat, sizeof stat, &f, &q);
+    bert8_model_free(q);
+    bert8_model_free(f);
+    p.ffn_out_per_token = 0; /* a static FFN-out with a zero point */
+    ok = ok && saved_seqcls(&p, "agree-zp", zp, sizeof zp, &f, &q);
+    bert8_model_free(q);
+    bert8_model_free(f);
+    if (!ok) return;
+    snprintf(bad, sizeof bad, "%s/agree-bad", tu_tmpdir());
+    /* the dynamic folder that says static */
+    corrupt_copy(dyn, bad, "no.such.tensor", CORRUPT_DROP);
+    CHECKF(bert8_model_load(bad, NULL, &r, err, sizeof err) == 0, "%s", err); /* the copy itself loads */
+    bert8_model_free(r);
+    r = NULL;
+    edit_qconfig(bad, -1, "scheme", "\"static\"");
+    expect_rejected(bad, "says scheme \"static\", but every INT8 Linear is int8_dynamic", "dynamic folder said static");
+    /* ... or an older version than its outlier channels */
+    corrupt_copy(dyn, bad, "no.such.tensor", CORRUPT_DROP);
+    edit_qconfig(bad, -1, "version", "4");
+    expect_rejected(bad, "(fp32 outlier channels) needs version 5", "dynamic folder with outliers said version 4");
+    /* the static folder that says dynamic */
+    corrupt_copy(stat, bad, "no.such.tensor", CORRUPT_DROP);
+    CHECKF(bert8_model_load(bad, NULL, &r, err, sizeof err) == 0, "%s", err);
+    bert8_model_free(r);
+    r = NULL;
+    edit_qconfig(bad, -1, "scheme", "\"dynamic\"");
+    expect_rejected(bad, "says scheme \"dynamic\", but layer 0's qkv is int8_static", "static folder said dynamic");
+    /* one static Linear made per token in the table: its input_scale contradicts it */
+    corrupt_copy(stat, bad, "no.such.tensor", CORRUPT_DROP);
+    edit_qconfig(bad, 1, "attention_output", "\"int8_dynamic\"");
+    expect_rejected(bad, "attention.output.dense.input_scale\" belongs to a static INT8 Linear",
+                    "input_scale on a per-token Linear");
+    /* INT8 attention's output scales in a version 1 folder */
+    corrupt_copy(stat, bad, "no.such.tensor", CORRUPT_DROP);
+    edit_qconfig(bad, -1, "version", "1");
+    expect_rejected(bad, "(INT8 attention) needs version 2", "INT8 attention said version 1");
+    /* a zero point in a version 3 folder */
+    corrupt_copy(zp, bad, "no.such.tensor", CORRUPT_DROP);
+    CHECKF(bert8_model_load(bad, NULL, &r, err, sizeof err) == 0, "%s", err);
+    bert8_model_free(r);
+    edit_qconfig(bad, -1, "version", "3");
+    expect_rejected(bad, "input_zero_point\" (a static input's zero point) needs version 4", "zero point said version 3");
+}
+
 int main(void) {
     RUN(int8_models_agree_with_fp32);
     RUN(dynamic_zero_points_bring_int8_closer_to_fp32);
@@ -535,5 +616,6 @@ int main(void) {
     RUN(corrupted_quantized_files_rejected);
     RUN(damaged_input_zero_point_rejected);
     RUN(damaged_outlier_channels_rejected);
+    RUN(int8_config_and_tensors_must_agree);
     return tu_finish();
 }

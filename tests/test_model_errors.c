@@ -3,11 +3,14 @@
 #define _GNU_SOURCE
 #include "testutil.h"
 #include "bert8.h"
+#include "io/safetensors.h"
+#include "io/st_config.h"
 
 #include <cjson/cJSON.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 /* Makes tmp/<name>/ holding a copy of golden/models/<src>'s config.json, and returns its path. */
@@ -298,6 +301,109 @@ TEST(status_strings_are_static_and_distinct) {
     CHECK(strcmp(bert8_version(), "0.1.0") == 0);
 }
 
+/* ---- Broken sentence-transformers folders (issue 41) ---------------------------------------- */
+
+/* tmp/<name>/ with modules.json (text), 1_Pooling/config.json (pool; NULL: none) and a Dense
+ * module in 2_Dense (4 -> 2, Tanh) whose weight [1][1] is w11. */
+static const char *st_dir(const char *name, const char *modules, const char *pool, float w11) {
+    static char dir[512];
+    char path[700];
+    snprintf(dir, sizeof dir, "%s/%s", tu_tmpdir(), name);
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/1_Pooling", dir);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/2_Dense", dir);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/modules.json", dir);
+    CHECK(tu_write_file(path, modules, strlen(modules)) == 0);
+    snprintf(path, sizeof path, "%s/1_Pooling/config.json", dir);
+    if (pool) CHECK(tu_write_file(path, pool, strlen(pool)) == 0);
+    else unlink(path);
+    const char *dense = "{\"in_features\": 4, \"out_features\": 2, \"bias\": true, "
+                        "\"activation_function\": \"torch.nn.modules.activation.Tanh\"}";
+    snprintf(path, sizeof path, "%s/2_Dense/config.json", dir);
+    CHECK(tu_write_file(path, dense, strlen(dense)) == 0);
+    float w[8] = {1, 0, 0, 0, 0, 1, 0, 0}, b[2] = {0, 0};
+    w[5] = w11;
+    b8_st_write_item it[2] = {{"linear.weight", B8_F32, 2, {2, 4}, w}, {"linear.bias", B8_F32, 1, {2}, b}};
+    b8_err e;
+    snprintf(path, sizeof path, "%s/2_Dense/model.safetensors", dir);
+    CHECKF(b8_st_write(path, it, 2, NULL, &e) == BERT8_OK, "%s", e.msg);
+    return dir;
+}
+
+#define ST_MODULES(pool_path, pool_type)                                                        \
+    "[{\"idx\": 0, \"name\": \"0\", \"path\": \"\", \"type\": \"sentence_transformers.models.Transformer\"}, " \
+    "{\"idx\": 1, \"name\": \"1\", " pool_path "\"type\": \"" pool_type "\"}, "                  \
+    "{\"idx\": 2, \"name\": \"2\", \"path\": \"2_Dense\", \"type\": \"sentence_transformers.models.Dense\"}]"
+#define POOLING "sentence_transformers.models.Pooling"
+
+/* Reads dir as a 4-wide model; returns the status, the message in msg. */
+static bert8_status read_st(const char *dir, b8_st_folder *f, char *msg, size_t cap) {
+    b8_err e;
+    b8_err_clear(&e);
+    bert8_status st = b8_st_folder_read(dir, NULL, true, 4, f, &e);
+    snprintf(msg, cap, "%s", e.msg);
+    if (!st) CHECK(f->n_steps == 1 && !f->steps[0].normalize);
+    return st;
+}
+
+static void expect_st_error(const char *dir, const char *n1, const char *n2) {
+    b8_st_folder f;
+    char msg[1024];
+    bert8_status st = read_st(dir, &f, msg, sizeof msg);
+    CHECKF(st != BERT8_OK, "%s loaded", dir);
+    CHECKF(strstr(msg, n1), "message \"%s\" lacks \"%s\"", msg, n1);
+    CHECKF(!n2 || strstr(msg, n2), "message \"%s\" lacks \"%s\"", msg, n2);
+    if (!st) b8_st_folder_free(&f);
+}
+
+TEST(st_folder_damage_is_a_named_error) {
+    const char *pool = "{\"word_embedding_dimension\": 4, \"pooling_mode_cls_token\": true}";
+    b8_st_folder f;
+    char msg[1024];
+    /* the intact folder: CLS pooling, one Dense */
+    CHECKF(read_st(st_dir("st-good", ST_MODULES("\"path\": \"1_Pooling\", ", POOLING), pool, 1.0f), &f, msg,
+                   sizeof msg) == BERT8_OK, "%s", msg);
+    CHECK(f.pool == B8_POOL_CLS);
+    b8_st_folder_free(&f);
+    /* a Pooling module without "path" used to read the model's own config.json and pool by mean */
+    expect_st_error(st_dir("st-nopath", ST_MODULES("", POOLING), pool, 1.0f), "module 1", "has no \"path\"");
+    /* "1_Pooling\u0000junk" used to read as "1_Pooling"; a module type the same */
+    expect_st_error(st_dir("st-nulpath", ST_MODULES("\"path\": \"1_Pooling\\u0000junk\", ", POOLING), pool, 1.0f),
+                    "modules.json: [1].path holds a NUL character", NULL);
+    expect_st_error(st_dir("st-nultype", ST_MODULES("\"path\": \"1_Pooling\", ", POOLING "\\u0000x"), pool, 1.0f),
+                    "[1].type holds a NUL character", NULL);
+    expect_st_error(st_dir("st-dotdot", ST_MODULES("\"path\": \"x/../../1_Pooling\", ", POOLING), pool, 1.0f),
+                    "leaves the folder", NULL);
+    /* "1_Pooling..x" is a folder name, not a way out (sentence-transformers reads it) */
+    expect_st_error(st_dir("st-dots", ST_MODULES("\"path\": \"1_Pooling..x\", ", POOLING), pool, 1.0f),
+                    "1_Pooling..x/config.json is missing", NULL);
+    /* Pooling configs as sentence-transformers 6.3 reads them: "{}" lacks the dimension (a
+     * TypeError there), null and [] name no mode; every flag false pools by mean */
+    expect_st_error(st_dir("st-pool-empty", ST_MODULES("\"path\": \"1_Pooling\", ", POOLING), "{}", 1.0f),
+                    "embedding_dimension (or word_embedding_dimension) is missing", NULL);
+    expect_st_error(st_dir("st-pool-null", ST_MODULES("\"path\": \"1_Pooling\", ", POOLING),
+                           "{\"embedding_dimension\": 4, \"pooling_mode\": null}", 1.0f),
+                    "pooling_mode is null", NULL);
+    expect_st_error(st_dir("st-pool-list", ST_MODULES("\"path\": \"1_Pooling\", ", POOLING),
+                           "{\"embedding_dimension\": 4, \"pooling_mode\": []}", 1.0f),
+                    "pooling_mode is an empty list", NULL);
+    CHECKF(read_st(st_dir("st-pool-false", ST_MODULES("\"path\": \"1_Pooling\", ", POOLING),
+                          "{\"word_embedding_dimension\": 4, \"pooling_mode_cls_token\": false, "
+                          "\"pooling_mode_mean_tokens\": false, \"pooling_mode_max_tokens\": false}",
+                          1.0f),
+                   &f, msg, sizeof msg) == BERT8_OK, "%s", msg);
+    CHECK(f.pool == B8_POOL_MEAN);
+    b8_st_folder_free(&f);
+    /* NaN or infinite Dense weights: every embedding would be NaN */
+    expect_st_error(st_dir("st-dense-nan", ST_MODULES("\"path\": \"1_Pooling\", ", POOLING), pool, NAN),
+                    "2_Dense/model.safetensors: tensor linear.weight[5] = nan is not finite", NULL);
+    expect_st_error(st_dir("st-dense-inf", ST_MODULES("\"path\": \"1_Pooling\", ", POOLING), pool, -INFINITY),
+                    "linear.weight[5] = -inf is not finite", NULL);
+}
+
+
 int main(void) {
     RUN(missing_folder_is_named);
     RUN(missing_config_is_named);
@@ -317,5 +423,6 @@ int main(void) {
     RUN(forward_rejects_bad_ids);
     RUN(many_batch_shapes_agree_with_fresh_sessions);
     RUN(status_strings_are_static_and_distinct);
+    RUN(st_folder_damage_is_a_named_error);
     return tu_finish();
 }

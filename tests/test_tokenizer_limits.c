@@ -326,6 +326,165 @@ TEST(encode_output_over_the_limit_is_refused_before_allocating) {
     b8_tokenizer_free(t);
 }
 
+/* ---- Many added tokens (issue 41) ----------------------------------------------------------- */
+
+/* Process CPU time: what the bound below is about, whatever else the machine runs. */
+static double cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* tests/data/bpe/tokenizer.json with n added tokens "tok00000"... (ids from vocab up; every
+ * other one normalized) put first in its added_tokens list. */
+static char *bpe_with_added(int64_t vocab, int n) {
+    char *json = tu_read_file("tests/data/bpe/tokenizer.json", NULL);
+    const char *at = json ? strstr(json, "\"added_tokens\"") : NULL;
+    const char *open = at ? strchr(at, '[') : NULL;
+    if (!open) {
+        free(json);
+        return NULL;
+    }
+    const size_t head = (size_t)(open + 1 - json), per = 160;
+    char *out = malloc(strlen(json) + (size_t)n * per + 2);
+    memcpy(out, json, head);
+    size_t k = head;
+    for (int i = 0; i < n; i++)
+        k += (size_t)snprintf(out + k, per,
+                              "{\"id\":%lld,\"content\":\"tok%05d\",\"single_word\":false,\"lstrip\":false,"
+                              "\"rstrip\":false,\"normalized\":%s,\"special\":false},",
+                              (long long)(vocab + i), i, i % 2 ? "true" : "false");
+    strcpy(out + k, open + 1); /* the list had entries: the comma stays before them */
+    free(json);
+    return out;
+}
+
+TEST(fifty_thousand_added_tokens_load_and_encode_within_a_bound) {
+    b8_err e;
+    b8_err_clear(&e);
+    b8_tokenizer *plain = NULL;
+    if (b8_tokenizer_load_files(B8_TOK_AUTO, "tests/data/bpe/tokenizer.json", NULL, &plain, &e) != BERT8_OK)
+        TU_SKIP("no tests/data/bpe/tokenizer.json");
+    const int64_t vocab = b8_tokenizer_vocab_size(plain);
+    b8_tokenizer_free(plain);
+    const int n = 50000;
+    char *json = bpe_with_added(vocab, n);
+    CHECK(json != NULL);
+    if (!json) return;
+    /* two lines as an embedding request sends them, long enough that a scan of every token at
+     * each of their 't's would show */
+    char line[2][4096];
+    size_t ll[2] = {0, 0};
+    for (int r = 0; r < 60; r++) {
+        ll[0] += (size_t)snprintf(line[0] + ll[0], sizeof line[0] - ll[0], "the tok%05d tot ", (r * 811) % n);
+        ll[1] += (size_t)snprintf(line[1] + ll[1], sizeof line[1] - ll[1], "tok%05dx tiny ", (r * 409 + 1) % n);
+    }
+    b8_tokenizer *t = NULL;
+    b8_encoding enc = {0};
+    b8_encode_params ep = b8_default_encode_params();
+    const double c0 = cpu_s();
+    CHECKF(b8_tokjson_parse(json, strlen(json), "tokenizer.json", NULL, &t, &e) == BERT8_OK, "%s", e.msg);
+    for (int k = 0; t && k < 2; k++)
+        CHECKF(b8_tokenizer_encode(t, line[k], ll[k], NULL, 0, &ep, &enc, &e) == BERT8_OK, "%s", e.msg);
+    const double dt = cpu_s() - c0;
+    /* about 0.15 s in a release build on one core, under 1 s with the sanitizers; it took
+     * 19 s when every load step and every match scanned all the tokens */
+    CHECKF(dt < 4.0, "load + encode of %d added tokens took %.2f s of CPU", n, dt);
+    printf("  %d added tokens: load + encode %.3f s cpu\n", n, dt);
+    if (t) {
+        /* the last line's tokens: <s>, then its first added token */
+        CHECK(enc.lengths[0] > 100);
+        CHECK(enc.input_ids[1] == (int32_t)(vocab + 1)); /* "tok00001x": the token, then x */
+        CHECK(b8_tokenizer_token_to_id(t, "tok49999", 8) == (int32_t)(vocab + 49999));
+    }
+    b8_encoding_free(&enc);
+    b8_tokenizer_free(t);
+    free(json);
+}
+
+/* What the matcher replaced: the first token of t->added (longest first) that the text at s
+ * starts with, else the first fold token that the text lower-cases to. */
+static size_t lowered_len(const uint8_t *s, size_t n, const char *tok, size_t tl) {
+    size_t i = 0, j = 0;
+    while (j < tl) {
+        if (i >= n) return 0;
+        uint32_t cp, lc[2];
+        int l = b8_utf8_next(s + i, &cp);
+        int k = b8_uni_lower(cp, lc);
+        for (int m = 0; m < k; m++) {
+            uint8_t buf[4];
+            int bl = b8_utf8_put(lc[m], buf);
+            if (j + (size_t)bl > tl || memcmp(tok + j, buf, (size_t)bl)) return 0;
+            j += (size_t)bl;
+        }
+        i += (size_t)l;
+    }
+    return i;
+}
+
+static const b8_added_token *scan_match(const b8_tokenizer *t, const uint8_t *s, size_t n, size_t *mlen) {
+    for (int i = 0; i < t->n_added; i++)
+        if (t->added[i].len <= n && !memcmp(t->added[i].content, s, t->added[i].len)) {
+            *mlen = t->added[i].len;
+            return &t->added[i];
+        }
+    for (int i = 0; i < t->n_added; i++) {
+        size_t m = t->added[i].fold ? lowered_len(s, n, t->added[i].content, t->added[i].len) : 0;
+        if (m) {
+            *mlen = m;
+            return &t->added[i];
+        }
+    }
+    return NULL;
+}
+
+TEST(added_token_trie_finds_what_a_scan_of_every_token_finds) {
+    /* a lower-casing WordPiece tokenizer whose added tokens share prefixes, some of them
+     * their own lower case (fold: they match any case), from an alphabet where lower-casing
+     * changes lengths (U+0130 -> i U+0307) */
+    static const char *const alpha[] = {"a", "b", "A", "B", "<", "\xc4\xb0", "i", "\xcc\x87"};
+    unsigned seed = 41;
+    char added[6144];
+    size_t k = (size_t)snprintf(added, sizeof added, "[");
+    for (int i = 0; i < 100; i++) {
+        char tok[64] = "";
+        const int len = 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 5;
+        for (int c = 0; c < len; c++)
+            strcat(tok, alpha[((seed = seed * 1103515245u + 12345u) >> 16) % 8]);
+        k += (size_t)snprintf(added + k, sizeof added - k, "%s{\"id\":%d,\"content\":\"%s\",\"special\":%s}",
+                              i ? "," : "", 13 + i, tok, i % 3 ? "false" : "true");
+    }
+    snprintf(added + k, sizeof added - k, "]");
+    char *json = strdup(wp_json(added, NULL));
+    char *lower = strstr(json, "\"lowercase\":false");
+    memcpy(lower, "\"lowercase\":true ", 17);
+    b8_tokenizer *t = NULL;
+    b8_err e;
+    b8_err_clear(&e);
+    CHECKF(b8_tokjson_parse(json, strlen(json), "tokenizer.json", NULL, &t, &e) == BERT8_OK, "%s", e.msg);
+    free(json);
+    if (!t) return;
+    int folds = 0, found = 0;
+    for (int i = 0; i < t->n_added; i++)
+        folds += t->added[i].fold;
+    CHECK(folds > 10 && folds < t->n_added);
+    for (int r = 0; r < 3000; r++) {
+        char text[128] = "";
+        const int len = 1 + (int)((seed = seed * 1103515245u + 12345u) >> 16) % 12;
+        for (int c = 0; c < len; c++)
+            strcat(text, alpha[((seed = seed * 1103515245u + 12345u) >> 16) % 8]);
+        size_t n = strlen(text), m1 = 0, m2 = 0;
+        const b8_added_token *a = b8_added_match(t, 0, (const uint8_t *)text, n, &m1);
+        const b8_added_token *b = scan_match(t, (const uint8_t *)text, n, &m2);
+        CHECKF(a == b && m1 == m2, "\"%s\": trie %s (%zu bytes), scan %s (%zu bytes)", text, a ? a->content : "none",
+               m1, b ? b->content : "none", m2);
+        found += b != NULL;
+        if (a != b) break;
+    }
+    CHECK(found > 1000); /* the texts do hit tokens */
+    b8_tokenizer_free(t);
+}
+
 int main(void) {
     RUN(added_token_id_far_past_vocabulary_is_refused_fast);
     RUN(added_token_id_a_little_past_vocabulary_pads_in_one_step);
@@ -338,5 +497,7 @@ int main(void) {
     RUN(read_file_refuses_non_regular_files_and_files_over_the_limit);
     RUN(sentencepiece_model_with_too_few_pieces_is_refused);
     RUN(encode_output_over_the_limit_is_refused_before_allocating);
+    RUN(fifty_thousand_added_tokens_load_and_encode_within_a_bound);
+    RUN(added_token_trie_finds_what_a_scan_of_every_token_finds);
     return tu_finish();
 }

@@ -211,3 +211,73 @@ def test_dense_path_replaces_the_dense_module(tmp_path, bert_dir):
     shutil.copytree(opath / "2_Dense", path / "2_Dense_8")
     got = bert8.SentenceEncoder(path, dense_path="2_Dense_8").encode(TEXTS)
     assert np.abs(got - other.encode(TEXTS)).max() <= TOL
+
+
+def _st_outcome(path):
+    """sentence-transformers' answer for a folder: its embeddings, or the exception it raises."""
+    try:
+        return st.SentenceTransformer(str(path), device="cpu").encode(TEXTS), None
+    except Exception as e:  # noqa: BLE001 - any refusal counts
+        return None, e
+
+
+# Pooling configs as sentence-transformers reads them (issue 41): where it refuses, bert8 names
+# the problem; where it loads, bert8 computes the same embedding.
+POOLING_CASES = {
+    "empty": ({}, "embedding_dimension .or word_embedding_dimension. is missing"),
+    "all_false": ({"word_embedding_dimension": H, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": False,
+                   "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False,
+                   "pooling_mode_weightedmean_tokens": False, "pooling_mode_lasttoken": False}, None),
+    "dimension_only": ({"word_embedding_dimension": H}, None),
+    "mode_null": ({"embedding_dimension": H, "pooling_mode": None}, "pooling_mode is null"),
+    "mode_empty_list": ({"embedding_dimension": H, "pooling_mode": []}, "pooling_mode is an empty list"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(POOLING_CASES))
+def test_pooling_config_as_sentence_transformers_reads_it(tmp_path, bert_dir, case):
+    cfg, why = POOLING_CASES[case]
+    _, path = build(tmp_path, bert_dir, "pool", pooling="cls", dense=[(8, torch.nn.Tanh(), {})])
+    (path / "1_Pooling" / "config.json").write_text(json.dumps(cfg))
+    ref, err = _st_outcome(path)
+    if why is None:
+        assert err is None, f"sentence-transformers refused {case}: {err}"
+        got = bert8.SentenceEncoder(path, threads=1).encode(TEXTS)
+        assert float(np.abs(got - ref).max()) <= TOL
+    else:
+        assert err is not None, f"sentence-transformers loads {case}"
+        with pytest.raises(bert8.Error, match=why):
+            bert8.SentenceEncoder(path)
+
+
+@pytest.mark.parametrize("module", [0, 1, 2])
+def test_module_without_path_or_with_nul_is_refused_as_sentence_transformers_does(tmp_path, bert_dir, module):
+    _, path = build(tmp_path, bert_dir, "mods", pooling="cls", dense=[(8, torch.nn.Tanh(), {})], normalize=False)
+    good = json.loads((path / "modules.json").read_text())
+    mods = json.loads(json.dumps(good))
+    del mods[module]["path"]
+    (path / "modules.json").write_text(json.dumps(mods))
+    assert _st_outcome(path)[1] is not None
+    with pytest.raises(bert8.Error, match=rf"module {module} \(.*\) has no \"path\""):
+        bert8.SentenceEncoder(path)
+    # "1_Pooling\u0000junk" used to read as "1_Pooling"
+    mods = json.loads(json.dumps(good))
+    mods[module]["path"] += "\u0000junk"
+    (path / "modules.json").write_text(json.dumps(mods))
+    assert _st_outcome(path)[1] is not None
+    with pytest.raises(bert8.Error, match=rf"modules.json: \[{module}\].path holds a NUL character"):
+        bert8.SentenceEncoder(path)
+
+
+def test_dense_with_nan_weights_is_a_named_error(tmp_path, bert_dir):
+    from safetensors.torch import load_file, save_file
+    _, path = build(tmp_path, bert_dir, "nan", dense=[(8, torch.nn.Tanh(), {})])
+    wpath = path / "2_Dense" / "model.safetensors"
+    tensors = load_file(str(wpath))
+    tensors["linear.weight"][3, 5] = float("nan")
+    save_file(tensors, str(wpath))
+    # sentence-transformers loads it and answers NaN for every text; bert8 refuses the folder
+    ref, err = _st_outcome(path)
+    assert err is None and np.isnan(ref).all()
+    with pytest.raises(bert8.Error, match=r"2_Dense/model.safetensors: tensor linear.weight\[101\] = nan is not finite"):
+        bert8.SentenceEncoder(path)

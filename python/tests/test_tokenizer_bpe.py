@@ -113,3 +113,91 @@ def test_bpe_malformed_file_is_an_error(tmp_path):
     (tmp_path / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
     with pytest.raises(bert8.Error, match="nosuchtoken"):
         bert8.Tokenizer(tmp_path)
+
+
+# tokenizer.json values as `tokenizers` parses them (issue 41).
+BAD_BOOLEANS = [
+    (("pre_tokenizer", "add_prefix_space"), "yes", "pre_tokenizer ByteLevel's add_prefix_space must be true or false"),
+    (("pre_tokenizer", "use_regex"), None, "pre_tokenizer ByteLevel's use_regex must be true or false, not null"),
+    (("model", "fuse_unk"), "yes", "model.fuse_unk must be true, false or null"),
+    (("added_tokens", 0, "lstrip"), "no", r"added_tokens\[0\].lstrip must be true or false"),
+]
+
+
+@pytest.mark.parametrize("where,value,why", BAD_BOOLEANS)
+def test_bpe_non_boolean_flags_are_refused_as_tokenizers_refuses_them(tmp_path, where, value, why):
+    tokenizers = pytest.importorskip("tokenizers")
+    if not VARIANTS:
+        pytest.skip("no BPE test tokenizer")
+    spec = copy.deepcopy(VARIANTS["roberta"])
+    node = spec
+    for k in where[:-1]:
+        node = node[k]
+    node[where[-1]] = value
+    with pytest.raises(Exception):
+        tokenizers.Tokenizer.from_str(json.dumps(spec))
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
+    with pytest.raises(bert8.Error, match=why):
+        bert8.Tokenizer(tmp_path)
+
+
+def test_bpe_unk_token_missing_from_the_vocabulary_as_tokenizers(tmp_path):
+    """`tokenizers` loads a BPE whose unk_token is not in its vocabulary and fails only when a
+    character needs it; bert8 does the same (the issue expected a refusal at load)."""
+    tokenizers = pytest.importorskip("tokenizers")
+    if not VARIANTS:
+        pytest.skip("no BPE test tokenizer")
+    spec = copy.deepcopy(VARIANTS["roberta"])
+    spec["model"]["unk_token"] = "<nope>"
+    ref = tokenizers.Tokenizer.from_str(json.dumps(spec))
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
+    tok = bert8.Tokenizer(tmp_path)
+    for text in _texts():
+        assert list(tok(text)["input_ids"]) == ref.encode(text).ids, text
+    # without the byte 0x00's character, a NUL needs the unknown token: both refuse the text
+    byte0 = "\u0100"  # the GPT-2 alphabet's character for byte 0x00
+    spec["model"]["vocab"].pop(byte0)
+    spec["model"]["merges"] = [m for m in spec["model"]["merges"] if byte0 not in m]
+    ref = tokenizers.Tokenizer.from_str(json.dumps(spec))
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
+    tok = bert8.Tokenizer(tmp_path)
+    assert list(tok("plain text")["input_ids"]) == ref.encode("plain text").ids
+    with pytest.raises(Exception, match="<nope>"):
+        ref.encode("a\x00b")
+    with pytest.raises(bert8.Error, match="byte 0x00 has no token and the unk_token is not in the vocabulary"):
+        tok("a\x00b")
+
+
+def test_bpe_added_token_with_nul_is_refused(tmp_path):
+    """`tokenizers` keeps the NUL; bert8 refuses it by name (its strings end at a NUL)."""
+    if not VARIANTS:
+        pytest.skip("no BPE test tokenizer")
+    spec = copy.deepcopy(VARIANTS["roberta"])
+    spec["added_tokens"][1]["content"] = "<pa\u0000d>"
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
+    with pytest.raises(bert8.Error, match=r"added_tokens\[1\].content holds a NUL character"):
+        bert8.Tokenizer(tmp_path)
+
+
+def test_many_added_tokens_match_as_tokenizers(tmp_path):
+    """2,000 added tokens sharing prefixes, both matching passes, single_word, lstrip and rstrip:
+    the trie finds what `tokenizers`' automaton finds."""
+    tokenizers = pytest.importorskip("tokenizers")
+    if not VARIANTS:
+        pytest.skip("no BPE test tokenizer")
+    spec = copy.deepcopy(VARIANTS["lowercase"])
+    base = len(spec["model"]["vocab"])
+    for i in range(2000):
+        spec["added_tokens"].append({"id": base + i, "content": ("tok%d" % i) if i % 3 else ("Tok%d!" % i),
+                                     "single_word": i % 7 == 0, "lstrip": i % 5 == 0, "rstrip": i % 11 == 0,
+                                     "normalized": i % 2 == 0, "special": False})
+    ref = tokenizers.Tokenizer.from_str(json.dumps(spec))
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
+    tok = bert8.Tokenizer(tmp_path)
+    texts = ["tok1 tok12 tok123tok1234 TOK15 Tok3! tok6! xtok7 tok14x  tok10  ", "tok", "tok1999tok0 Tok0!",
+             "the tok21 movie TOK1998 tok 5"] + SENTENCES
+    for text in texts:
+        want = ref.encode(text)
+        got = tok(text, return_offsets_mapping=True)
+        assert list(got["input_ids"]) == want.ids, text
+        assert [tuple(o) for o in got["offset_mapping"]] == want.offsets, text

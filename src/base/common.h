@@ -30,6 +30,11 @@ static inline bool b8_add_ok(size_t a, size_t b, size_t *out) {
     return !__builtin_add_overflow(a, b, out);
 }
 
+/* Index of the first NaN or infinity among p[0..n), or n when every value is finite. The
+ * loaders check every float tensor a folder supplies once with it: a NaN weight would make
+ * every output NaN without a word. Bandwidth-bound (integer tests on the exponent bits). */
+size_t b8_first_nonfinite(const float *p, size_t n);
+
 /* 64-byte aligned allocation (cache line, one AVX-512 register). NULL on failure or n == 0
  * overflow. b8_free_aligned(NULL) is a no-op. */
 void *b8_malloc_aligned(size_t n);

@@ -442,7 +442,8 @@ bert8_status b8_config_parse(const char *text, const char *path, b8_config *cfg,
     memset(cfg, 0, sizeof *cfg);
     cJSON *root = cJSON_Parse(text);
     if (!root) return b8_fail(e, BERT8_ERR_FORMAT, "%s: not valid JSON", path);
-    bert8_status st = BERT8_OK;
+    bert8_status st = b8_json_refuse_nul(text, strlen(text), path, e); /* model_type, labels, names */
+    if (st) goto done;
     if (!cJSON_IsObject(root)) {
         st = b8_fail(e, BERT8_ERR_FORMAT, "%s: top level is not a JSON object", path);
         goto done;

@@ -4,6 +4,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/json_nul.h" /* b8_json_refuse_nul: every reader of names refuses \u0000 */
+
 /* "a string", "a number", ... for messages that say what a field held instead. */
 static inline const char *b8_json_type_name(const cJSON *v) {
     if (!v) return "missing";

@@ -1,6 +1,8 @@
 /* qformat.c: quantization_config.json read and write (see qformat.h). */
 #include "io/qformat.h"
 
+#include "base/json_nul.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -111,6 +113,7 @@ bert8_status b8_qconfig_parse(const char *text, const char *path, b8_qconfig *cf
         st = b8_fail(e, BERT8_ERR_FORMAT, "%s: not a JSON object", path);
         goto done;
     }
+    if ((st = b8_json_refuse_nul(text, strlen(text), path, e))) goto done; /* scheme, lora_task, patterns */
     const cJSON *method = cJSON_GetObjectItemCaseSensitive(root, "quant_method");
     const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "version");
     const cJSON *scheme = cJSON_GetObjectItemCaseSensitive(root, "scheme");

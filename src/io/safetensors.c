@@ -471,6 +471,12 @@ static bert8_status parse_file(b8_st *st, size_t fi, b8_err *e) {
                        at + 8);
     }
     size_t after = (size_t)(stop - copy);
+    bert8_status nul_st = b8_json_refuse_nul(copy, hn, path, e); /* tensor names */
+    if (nul_st) {
+        free(copy);
+        cJSON_Delete(root);
+        return nul_st;
+    }
     while (after < hn && (copy[after] == ' ' || copy[after] == '\t' || copy[after] == '\n' ||
                           copy[after] == '\r'))
         after++;
@@ -767,6 +773,7 @@ static bert8_status open_index(const char *dir, const char *index_path, b8_st **
                     index_path, stop ? (size_t)(stop - text) : (size_t)0);
         goto done;
     }
+    if ((s = b8_json_refuse_nul(text, len, index_path, e))) goto done; /* tensor and shard names */
     const cJSON *wm = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
     if (!cJSON_IsObject(root) || !cJSON_IsObject(wm)) {
         s = b8_fail(e, BERT8_ERR_FORMAT, "%s: field \"weight_map\" is %s, not an object",

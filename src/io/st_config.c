@@ -40,7 +40,13 @@ static bert8_status read_json(const char *path, cJSON **root, b8_err *e) {
     char *text = read_small(path, &absent, e);
     if (!text) return absent ? BERT8_OK : (e && e->status ? e->status : BERT8_ERR_IO);
     *root = cJSON_Parse(text);
+    bert8_status st = *root ? b8_json_refuse_nul(text, strlen(text), path, e) : BERT8_OK;
     free(text);
+    if (st) {
+        cJSON_Delete(*root);
+        *root = NULL;
+        return st;
+    }
     if (!*root || !cJSON_IsObject(*root)) {
         cJSON_Delete(*root);
         *root = NULL;
@@ -178,8 +184,13 @@ static bert8_status read_pooling(const char *path, int64_t hidden, b8_st_folder 
     if (st || !root) return st;
     unsigned bits = 0;
     const cJSON *mode = cJSON_GetObjectItemCaseSensitive(root, "pooling_mode");
-    if (mode && !cJSON_IsNull(mode)) {
-        if (cJSON_IsArray(mode)) {
+    if (mode) {
+        /* sentence-transformers refuses these (null is not iterable, no mode gives torch.cat
+         * nothing to join) */
+        if (cJSON_IsNull(mode) || (cJSON_IsArray(mode) && !mode->child))
+            st = b8_fail(e, BERT8_ERR_FORMAT, "%s: pooling_mode is %s: it must name at least one mode", path,
+                         cJSON_IsNull(mode) ? "null" : "an empty list");
+        else if (cJSON_IsArray(mode)) {
             /* concatenated in sentence-transformers' fixed order whatever the list's order; a list
              * out of that order would be a different vector */
             const cJSON *m;
@@ -207,11 +218,17 @@ static bert8_status read_pooling(const char *path, int64_t hidden, b8_st_folder 
             if (on) bits |= POOL_MODES[i].bit;
         }
     }
-    if (!st && !bits) bits = B8_POOL_MEAN; /* sentence-transformers' default */
+    /* no mode on (every legacy flag false, or none given): sentence-transformers 6 pools by mean */
+    if (!st && !bits) bits = B8_POOL_MEAN;
     if (!st) st = get_bool(root, "include_prompt", &f->include_prompt, path, e);
     int64_t dim = 0;
     if (!st && !(st = get_count(root, "embedding_dimension", &dim, path, e)) && !dim)
         st = get_count(root, "word_embedding_dimension", &dim, path, e);
+    /* Pooling's one required argument: a config without it (as "{}", or a model's config.json
+     * read as one) is refused by sentence-transformers too */
+    if (!st && !dim)
+        st = b8_fail(e, BERT8_ERR_FORMAT, "%s: embedding_dimension (or word_embedding_dimension) is missing: not a "
+                     "Pooling config", path);
     if (!st && dim && dim != hidden)
         st = b8_fail(e, BERT8_ERR_SHAPE, "%s: embedding_dimension %lld differs from the model's hidden size %lld", path,
                      (long long)dim, (long long)hidden);
@@ -259,7 +276,15 @@ static bert8_status dense_tensor(const b8_st *w, const char *file, const char *n
                        file, name, (long long)(t->ndim > 0 ? t->shape[0] : 0), t->ndim > 1 ? ", " : "",
                        (long long)(t->ndim > 1 ? t->shape[1] : 0), t->ndim, (long long)rows, cols ? ", " : "",
                        (long long)cols);
-    return b8_st_to_f32(t, (size_t)rows * (size_t)(cols ? cols : 1), out, e);
+    const size_t n = (size_t)rows * (size_t)(cols ? cols : 1);
+    bert8_status st = b8_st_to_f32(t, n, out, e);
+    const size_t bad = st ? n : b8_first_nonfinite(*out, n);
+    if (bad < n) {
+        st = b8_fail(e, BERT8_ERR_FORMAT, "%s: tensor %s[%zu] = %g is not finite", file, name, bad, (double)(*out)[bad]);
+        b8_free_aligned(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 static bert8_status read_dense(const char *dir, int64_t in_width, b8_st_dense *d, b8_err *e) {
@@ -316,6 +341,18 @@ done:
 
 /* ---- modules.json ------------------------------------------------------------------------- */
 
+/* A module path that is rooted (/x, \\x, C:x) or has a ".." component, as sentence-transformers
+ * refuses it. */
+static bool leaves_folder(const char *rel) {
+    if (rel[0] == '/' || rel[0] == '\\' || (rel[0] && rel[1] == ':')) return true;
+    for (const char *p = rel; *p;) {
+        const size_t n = strcspn(p, "/\\");
+        if (n == 2 && p[0] == '.' && p[1] == '.') return true;
+        p += n + (p[n] != '\0');
+    }
+    return false;
+}
+
 /* The class name of a module type, when it is one of sentence-transformers' ("...models.Dense",
  * "...base.modules.dense.Dense"); NULL otherwise. */
 static const char *st_class(const char *type) {
@@ -358,7 +395,12 @@ static bert8_status read_modules(const char *dir, const char *dense_path, int64_
     if (text) {
         f->has_modules = true;
         cJSON *root = cJSON_Parse(text);
+        st = root ? b8_json_refuse_nul(text, strlen(text), path, e) : BERT8_OK;
         free(text);
+        if (st) {
+            cJSON_Delete(root);
+            return st;
+        }
         if (!cJSON_IsArray(root)) {
             cJSON_Delete(root);
             return b8_fail(e, BERT8_ERR_FORMAT, "%s is not a JSON list of modules", path);
@@ -373,8 +415,12 @@ static bert8_status read_modules(const char *dir, const char *dense_path, int64_
                 st = b8_fail(e, BERT8_ERR_FORMAT, "%s: module %d must be an object with a string \"type\" and \"path\"", path, i);
                 break;
             }
-            const char *cls = st_class(type->valuestring), *rel = mp ? mp->valuestring : "";
-            if (strstr(rel, "..") || rel[0] == '/') {
+            if (!mp) { /* sentence-transformers needs it too (a KeyError); "" is the folder itself */
+                st = b8_fail(e, BERT8_ERR_FORMAT, "%s: module %d (%s) has no \"path\"", path, i, type->valuestring);
+                break;
+            }
+            const char *cls = st_class(type->valuestring), *rel = mp->valuestring;
+            if (leaves_folder(rel)) {
                 st = b8_fail(e, BERT8_ERR_FORMAT, "%s: module %d's path \"%s\" leaves the folder", path, i, rel);
                 break;
             }

@@ -103,8 +103,17 @@ static bert8_status fold_lora(loader *L, const char *orig, const char *name, flo
     return BERT8_OK;
 }
 
+/* Every float tensor the loader takes is checked once: a NaN or infinity anywhere would make
+ * every output NaN (or garbage) without a word. */
+static bert8_status check_finite(loader *L, const char *name, const float *v, size_t n) {
+    const size_t bad = b8_first_nonfinite(v, n);
+    if (bad == n) return BERT8_OK;
+    return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: tensor \"%s\"[%zu] = %g is not finite", L->m->dir, name, bad,
+                   (double)v[bad]);
+}
+
 /* Returns the tensor as FP32 with exactly the given shape: in place when it is aligned F32,
- * else converted once into a buffer the model owns. */
+ * else converted once into a buffer the model owns; finite. */
 static bert8_status get_f32(loader *L, const char *name, bool with_prefix, int ndim,
                             const int64_t *shape, const float **out) {
     bert8_model *m = L->m;
@@ -131,7 +140,7 @@ static bert8_status get_f32(loader *L, const char *name, bool with_prefix, int n
     const bool lora = L->lora.task >= 0 && ndim == 2 && b8_lora_is_param(t->name);
     if (!lora && t->dtype == B8_F32 && ((uintptr_t)t->data % sizeof(float)) == 0) {
         *out = t->data;
-        return BERT8_OK;
+        return check_finite(L, t->name, *out, count);
     }
     if (t->dtype != B8_F32 && t->dtype != B8_F16 && t->dtype != B8_BF16 && t->dtype != B8_F64)
         return b8_fail(L->e, BERT8_ERR_UNSUPPORTED, "%s: tensor \"%s\" has dtype %s; expected a float type",
@@ -141,7 +150,8 @@ static bert8_status get_f32(loader *L, const char *name, bool with_prefix, int n
     if (st) return st;
     if ((st = keep_owned(m, buf, L->e))) return st;
     *out = buf;
-    return lora ? fold_lora(L, t->name, name, buf, shape[0], shape[1]) : BERT8_OK;
+    if (lora && (st = fold_lora(L, t->name, name, buf, shape[0], shape[1]))) return st;
+    return check_finite(L, t->name, buf, count); /* after the fold: the adapters' values too */
 }
 
 /* weight [n][k] and bias [n] views of a Linear stored in float under base. */
@@ -262,6 +272,12 @@ static bert8_status load_qlinear(loader *L, const char *base, int64_t n, int64_t
         (st = get_scales(L, base, B8_QT_SMOOTH, k, q->smooth)))
         goto fail;
     if (mode == B8_QMODE_STATIC && (st = get_scales(L, base, B8_QT_INPUT_SCALE, 1, &q->a_scale))) goto fail;
+    snprintf(name, sizeof name, "%s.%s", base, B8_QT_INPUT_SCALE);
+    if (mode != B8_QMODE_STATIC && find_tensor(m, name, false)) { /* it would be ignored: which is right? */
+        st = b8_fail(L->e, BERT8_ERR_FORMAT, "%s: tensor \"%s\" belongs to a static INT8 Linear, but "
+                     "quantization_config.json makes %s %s", m->dir, name, base, b8_qmode_name(mode));
+        goto fail;
+    }
     snprintf(name, sizeof name, "%s.%s", base, B8_QT_INPUT_ZERO);
     if (find_tensor(m, name, false)) {
         const float *z = NULL;
@@ -493,6 +509,71 @@ static bert8_status load_attention(loader *L, int64_t l) {
     }
     if ((st = get_scales(L, base[2], B8_QT_OUTPUT_SCALE, 1, &sc[2]))) return st;
     return b8_qattn_make(sc[0], sc[1], sc[2], NULL, H, &ly->att, L->e);
+}
+
+/* The quantization_config.json version that introduced each kind of INT8 tensor: a folder
+ * claiming an older version than its tensors contradicts itself. */
+static const struct {
+    const char *suffix, *what;
+    int version;
+} TENSOR_VERSIONS[] = {
+    {"." B8_QT_OUTPUT_SCALE, "INT8 attention", 2},
+    {".word_embeddings.weight_scale", "INT8 word embeddings", 2},
+    {"." B8_QT_INPUT_ZERO, "a static input's zero point", 4},
+    {"." B8_QT_OUTLIER_INDEX, "fp32 outlier channels", 5},
+    {"." B8_QT_OUTLIER_WEIGHT, "fp32 outlier channels", 5},
+};
+
+static bool ends_with(const char *s, const char *suffix); /* below, with the head detection */
+
+/* An INT8 folder's version against the tensors it holds (a per-channel value scale needs 3,
+ * 7-bit weights 3, a LoRA task 4), before anything is loaded. */
+static bert8_status check_int8_version(loader *L) {
+    const bert8_model *m = L->m;
+    const int v = L->qc.version;
+    for (size_t i = 0; i < b8_st_count(m->st); i++) {
+        const b8_st_tensor *t = b8_st_at(m->st, i);
+        for (size_t k = 0; k < sizeof TENSOR_VERSIONS / sizeof *TENSOR_VERSIONS; k++)
+            if (v < TENSOR_VERSIONS[k].version && ends_with(t->name, TENSOR_VERSIONS[k].suffix))
+                return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: quantization_config.json says version %d, but tensor \"%s\" "
+                               "(%s) needs version %d or later", m->dir, v, t->name, TENSOR_VERSIONS[k].what,
+                               TENSOR_VERSIONS[k].version);
+        if (v < 3 && ends_with(t->name, "." B8_QT_OUTPUT_SCALE) && t->ndim == 1 && t->shape[0] > 1)
+            return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: quantization_config.json says version %d, but tensor \"%s\" "
+                           "(per-channel value scales) needs version 3 or later", m->dir, v, t->name);
+    }
+    if (v < 3 && L->qc.weight_bits == 7)
+        return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: quantization_config.json says version %d, but weight_bits 7 needs "
+                       "version 3 or later", m->dir, v);
+    if (v < 4 && L->qc.lora_task[0])
+        return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: quantization_config.json says version %d, but lora_task needs "
+                       "version 4 or later", m->dir, v);
+    return BERT8_OK;
+}
+
+/* An INT8 folder's scheme against the modes its Linears loaded in (the per-group checks, a mode
+ * against the I8 weight, input_scale and outliers, run as each group loads). */
+static bert8_status check_int8_scheme(loader *L) {
+    const bert8_model *m = L->m;
+    int64_t first_static = -1, n_int8 = 0;
+    int static_group = 0;
+    for (int64_t l = 0; l < m->cfg.num_layers; l++)
+        for (int g = 0; g < B8_GROUP_COUNT; g++) {
+            const b8_qlinear *q = m->layers[l].q[g];
+            n_int8 += q != NULL;
+            if (q && q->mode == B8_QMODE_STATIC && first_static < 0) {
+                first_static = l;
+                static_group = g;
+            }
+        }
+    if (m->scheme == BERT8_SCHEME_DYNAMIC && first_static >= 0)
+        return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: quantization_config.json says scheme \"dynamic\", but layer %lld's "
+                       "%s is int8_static (it has an input_scale): the folder contradicts itself", m->dir,
+                       (long long)first_static, b8_group_table[static_group].key);
+    if (m->scheme == BERT8_SCHEME_STATIC && n_int8 > 0 && first_static < 0)
+        return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: quantization_config.json says scheme \"static\", but every INT8 "
+                       "Linear is int8_dynamic (no input_scale): the folder contradicts itself", m->dir);
+    return BERT8_OK;
 }
 
 static bert8_status load_layer(loader *L, int64_t l) {
@@ -855,7 +936,10 @@ static bert8_status load_word_embeddings(loader *L, const int64_t *shape) {
             return b8_fail(L->e, BERT8_ERR_FORMAT, "%s: quantization_config.json says the embeddings are int8, but "
                            "\"%s%s\" is not I8", m->dir, m->prefix, wname);
         bert8_status st = get_f32(L, wname, true, 2, shape, &m->word_emb);
-        if (!st && t && m->word_emb == t->data) b8_st_advise_random(m->st, t);
+        if (!st && t && m->word_emb == t->data) {
+            b8_st_release(m->st, t); /* read once by the check: a row is read again when its token is seen */
+            b8_st_advise_random(m->st, t);
+        }
         return st;
     }
     if (!m->quantized || !L->qc.int8_embeddings)
@@ -1002,6 +1086,7 @@ bert8_status bert8_model_load(const char *dir, const bert8_load_params *params, 
         snprintf(m->keep_fp32, sizeof m->keep_fp32, "%s", L.qc.keep_fp32);
     }
     if ((st = detect_prefix_and_head(&L))) goto fail;
+    if (m->quantized && (st = check_int8_version(&L))) goto fail;
     if ((st = choose_lora(&L, params ? params->lora_task : NULL))) goto fail;
     const b8_config *c = &m->cfg;
     const int64_t H = c->hidden_size;
@@ -1026,6 +1111,7 @@ bert8_status bert8_model_load(const char *dir, const bert8_load_params *params, 
     for (int64_t i = 0; i < c->num_layers; i++)
         if ((st = load_layer(&L, i))) goto fail;
     if ((st = load_disentangled(&L)) || (st = load_heads(&L)) || (st = load_mlm(&L))) goto fail;
+    if (m->quantized && (st = check_int8_scheme(&L))) goto fail;
     if (L.lora.task >= 0 && m->n_lora_folded == 0) {
         st = b8_fail(&e, BERT8_ERR_MISSING, "%s: LoRA task \"%s\" asked for, but the checkpoint has no LoRA adapters "
                      "(no \"*%s\" tensors on the modules bert8 loads)", dir, m->lora_task, B8_LORA_A);

@@ -256,7 +256,12 @@ bert8_status bert8_model_save(const bert8_model *m, const char *out_dir, char *e
         if ((st = b8_atomic_dir_copy_file(ad, from, files[i], &e))) goto done;
     }
     qc.version = B8_QFORMAT_VERSION;
-    qc.scheme = m->scheme;
+    /* the scheme says what the folder holds (the loader checks it): static when some Linear is;
+     * a static run whose every Linear ended per token (unit modes, a budget) is a dynamic folder */
+    qc.scheme = BERT8_SCHEME_DYNAMIC;
+    for (int64_t l = 0; l < L; l++)
+        for (int g = 0; g < B8_GROUP_COUNT; g++)
+            if (m->layers[l].q[g] && m->layers[l].q[g]->mode == B8_QMODE_STATIC) qc.scheme = BERT8_SCHEME_STATIC;
     qc.calib_samples = m->calib_samples;
     qc.weight_bits = m->weight_bits;
     qc.int8_embeddings = m->int8_embeddings;

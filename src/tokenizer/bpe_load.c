@@ -120,8 +120,13 @@ bert8_status b8_bpe_parse_model(b8_tokenizer *t, const void *model_json, const c
                        "%s: BPE dropout is not supported (model.dropout must be null: encoding "
                        "would be random)",
                        path);
-    if (get_flag(model, "byte_fallback", 0))
-        return b8_fail(e, BERT8_ERR_UNSUPPORTED, "%s: BPE byte_fallback is not supported", path);
+    static const char *const flags[] = {"fuse_unk", "byte_fallback", "ignore_merges"};
+    bool fv[3] = {false, false, false};
+    for (int k = 0; k < 3; k++)
+        if (!get_bool_strict(model, flags[k], true, &fv[k]))
+            return b8_fail(e, BERT8_ERR_FORMAT, "%s: model.%s must be true, false or null, not %s", path, flags[k],
+                           json_kind(get(model, flags[k])));
+    if (fv[1]) return b8_fail(e, BERT8_ERR_UNSUPPORTED, "%s: BPE byte_fallback is not supported", path);
     const cJSON *pre = get(model, "continuing_subword_prefix");
     const cJSON *suf = get(model, "end_of_word_suffix");
     if ((pre && !cJSON_IsNull(pre) && !cJSON_IsString(pre)) ||
@@ -141,8 +146,8 @@ bert8_status b8_bpe_parse_model(b8_tokenizer *t, const void *model_json, const c
     const char *suffix = cJSON_IsString(suf) ? suf->valuestring : "";
     st = parse_merges(t, get(model, "merges"), prefix[0] ? prefix : NULL, path, e);
     if (st != BERT8_OK) return st;
-    t->bpe.fuse_unk = get_flag(model, "fuse_unk", 0) == 1;
-    t->bpe.ignore_merges = get_flag(model, "ignore_merges", 0) == 1;
+    t->bpe.fuse_unk = fv[0];
+    t->bpe.ignore_merges = fv[2];
     const cJSON *unk = get(model, "unk_token");
     t->bpe.unk_id = -1;
     if (cJSON_IsString(unk)) {
@@ -219,8 +224,14 @@ static bert8_status byte_level(b8_tokenizer *t, const cJSON *pre, const char *pa
         return b8_fail(e, BERT8_ERR_UNSUPPORTED,
                        "%s: pre_tokenizer \"%s\" is not supported with BPE (ByteLevel is)", path,
                        type ? type : "null");
-    t->bpe.add_prefix_space = get_flag(pre, "add_prefix_space", 1) == 1;
-    t->bpe.use_regex = get_flag(pre, "use_regex", 1) == 1;
+    static const char *const keys[] = {"add_prefix_space", "trim_offsets", "use_regex"};
+    bool v[3] = {true, true, true};
+    for (int k = 0; k < 3; k++)
+        if (!get_bool_strict(pre, keys[k], false, &v[k]))
+            return b8_fail(e, BERT8_ERR_FORMAT, "%s: pre_tokenizer ByteLevel's %s must be true or false, not %s", path,
+                           keys[k], json_kind(get(pre, keys[k])));
+    t->bpe.add_prefix_space = v[0];
+    t->bpe.use_regex = v[2];
     return BERT8_OK;
 }
 

@@ -12,8 +12,10 @@ bool b8_tokenizer_is_special(const b8_tokenizer *t, int32_t id) {
     if (id < 0) return false;
     for (int i = 0; i < B8_SPECIAL_COUNT; i++)
         if (t->special[i] == id) return true;
-    for (int i = 0; i < t->n_added; i++)
-        if (t->added[i].id == id && t->added[i].special) return true;
+    int lo, hi;
+    b8_added_id_range(t, id, &lo, &hi);
+    for (int i = lo; i < hi; i++)
+        if (t->added[t->added_by_id[i].idx].special) return true;
     return false;
 }
 
@@ -106,8 +108,10 @@ static size_t invalid_prefix(const uint8_t *s, size_t n, size_t *len) {
 /* `tokenizers` skips the added tokens marked special, not the roles (an <unk> of the model
  * stays). */
 static bool added_special(const b8_tokenizer *t, int32_t id) {
-    for (int i = 0; i < t->n_added; i++)
-        if (t->added[i].id == id && t->added[i].special) return true;
+    int lo, hi;
+    b8_added_id_range(t, id, &lo, &hi);
+    for (int i = lo; i < hi; i++)
+        if (t->added[t->added_by_id[i].idx].special) return true;
     return false;
 }
 
@@ -123,12 +127,15 @@ static bert8_status decode_bpe(const b8_tokenizer *t, const int32_t *ids, int64_
         if (skip_special && added_special(t, ids[i])) continue;
         size_t len;
         const uint8_t *tok = (const uint8_t *)b8_tokenizer_id_to_token(t, ids[i], &len);
-        for (int k = 0; any_folded && k < t->n_added; k++)
-            if (t->added[k].id == ids[i] && t->added[k].folded) {
-                /* `tokenizers` decodes a normalized added token as its normalized content */
-                tok = (const uint8_t *)t->added[k].folded;
-                len = t->added[k].folded_len;
-            }
+        int lo = 0, hi = 0, last = -1;
+        if (any_folded) b8_added_id_range(t, ids[i], &lo, &hi);
+        for (int k = lo; k < hi; k++) /* the last in t->added's order, as the scan over it found */
+            if (t->added[t->added_by_id[k].idx].folded && t->added_by_id[k].idx > last) last = t->added_by_id[k].idx;
+        if (last >= 0) {
+            /* `tokenizers` decodes a normalized added token as its normalized content */
+            tok = (const uint8_t *)t->added[last].folded;
+            len = t->added[last].folded_len;
+        }
         /* a token whose characters are all in the byte alphabet gives those bytes, any other
          * its own text */
         size_t start = raw.n;

@@ -173,6 +173,11 @@ typedef struct b8_added_token {
     size_t folded_len;
 } b8_added_token;
 
+/* An added token's id and its index in b8_tokenizer.added (b8_tokenizer.added_by_id). */
+typedef struct b8_added_ref {
+    int32_t id, idx;
+} b8_added_ref;
+
 enum { B8_TMPL_SPECIAL = 0, B8_TMPL_SEQ_A = 1, B8_TMPL_SEQ_B = 2, B8_TMPL_MAX = 8 };
 typedef struct b8_tmpl_item {
     int8_t kind;
@@ -202,6 +207,9 @@ struct b8_tokenizer {
     int64_t model_max_length;
     char *tok_blob;   /* id -> token: NUL-terminated strings */
     int64_t *tok_off; /* [vocab_size + 1] */
+    /* room in tok_blob (bytes), tok_off and added, grown by half again each time: added
+     * tokens append one at a time, and a copy per token was quadratic */
+    size_t blob_cap, off_cap, added_cap, ug_cap;
     b8_ptrie trie;    /* token -> id (Unigram: pieces the Viterbi may use) */
     int32_t special[B8_SPECIAL_COUNT];
 
@@ -209,6 +217,13 @@ struct b8_tokenizer {
     int n_added;
     uint8_t added_first[256]; /* 1 when some added token starts with that byte */
     uint64_t added_lens;      /* bit k: some special token string is k bytes long (k < 64) */
+    /* their lookups (added_index.c): contents hashed (open addressing, -1 empty), a trie per
+     * matching pass (BPE: [normalized]; else [0]) of contents and of lower-cased forms (fold),
+     * and the tokens ordered by id */
+    int32_t *added_slot;
+    uint32_t added_slot_mask;
+    b8_ptrie added_exact[2], added_fold[2];
+    b8_added_ref *added_by_id;
 
     b8_tmpl_item tmpl_single[B8_TMPL_MAX], tmpl_pair[B8_TMPL_MAX];
     int n_single, n_pair;
@@ -220,9 +235,7 @@ struct b8_tokenizer {
         int32_t unk_id;
         char *unk_token;
         char *prefix; /* continuing_subword_prefix; NULL means "##" */
-        /* HF's never_split: the special token strings, kept whole inside words */
-        char **never_split;
-        size_t *never_len;
+        /* HF's never_split: some special token strings are kept whole inside words */
         int n_never;
     } wp;
 
@@ -301,6 +314,21 @@ bert8_status b8_tok_add_token(b8_tokenizer *t, const char *content, size_t len, 
                               bool lstrip, bool rstrip, bool single_word, bool special, b8_err *e);
 /* Appends a new token to the vocabulary (for added tokens missing from it); returns its id. */
 int32_t b8_tok_append_token(b8_tokenizer *t, const char *s, size_t len, b8_err *e);
+/* The added tokens' lookups (added_index.c). b8_added_find gives the index in t->added of the
+ * token whose content is s (len bytes), or -1; b8_added_index_add files t->added[idx] after it
+ * is appended; b8_added_index_build makes every lookup anew once the tokens are final and
+ * sorted (b8_tok_finish). */
+int b8_added_find(const b8_tokenizer *t, const char *s, size_t len);
+bert8_status b8_added_index_add(b8_tokenizer *t, int idx, b8_err *e);
+bert8_status b8_added_index_build(b8_tokenizer *t, b8_err *e);
+void b8_added_index_free(b8_tokenizer *t);
+/* The added token of pass `pass` (BPE: 1 for the normalized ones; 0 otherwise) that the text
+ * at s (n bytes) starts with: the longest exact match, else the longest fold match (a fold
+ * token also matches text that lower-cases to it); NULL when none. *mlen: the bytes of text
+ * it covers. Cost: the walk down a trie, whatever the number of tokens. */
+const b8_added_token *b8_added_match(const b8_tokenizer *t, int pass, const uint8_t *s, size_t n, size_t *mlen);
+/* [*lo, *hi): the entries of t->added_by_id with that id. */
+void b8_added_id_range(const b8_tokenizer *t, int32_t id, int *lo, int *hi);
 /* Builds the lookup structures once everything is known (sorts added tokens etc.). */
 bert8_status b8_tok_finish(b8_tokenizer *t, b8_err *e);
 /* Sets the default templates of the kind from the special ids. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json_nul.h"
 #include "tokenizer/tok_internal.h"
 #include "tokenizer/tok_jsonget.h"
 
@@ -488,8 +489,9 @@ static bert8_status parse(const cJSON *root, const char *path, const b8_tok_opti
         if (st == BERT8_OK) st = ug_metaspace(t, get(root, "pre_tokenizer"), path, e);
     }
     const cJSON *added = get(root, "added_tokens");
+    int n_entry = 0;
     for (const cJSON *it = cJSON_IsArray(added) ? added->child : NULL; it && st == BERT8_OK;
-         it = it->next) {
+         it = it->next, n_entry++) {
         const char *content = get_str(it, "content");
         int64_t id;
         if (!content || !get_id(get(it, "id"), 0, INT32_MAX - 16, &id)) {
@@ -499,13 +501,19 @@ static bert8_status parse(const cJSON *root, const char *path, const b8_tok_opti
                          path, INT32_MAX - 16);
             break;
         }
-        st = b8_tok_add_token(t, content, strlen(content), (int32_t)id, get_flag(it, "lstrip", 0),
-                              get_flag(it, "rstrip", 0), get_flag(it, "single_word", 0),
-                              get_flag(it, "special", 0), e);
+        /* lstrip, rstrip, single_word, special, normalized (default: not special) */
+        static const char *const flags[] = {"lstrip", "rstrip", "single_word", "special", "normalized"};
+        bool fv[5] = {false, false, false, false, true};
+        for (int k = 0; k < 5 && st == BERT8_OK; k++)
+            if (!get_bool_strict(it, flags[k], false, &fv[k]))
+                st = b8_fail(e, BERT8_ERR_FORMAT, "%s: added_tokens[%d].%s must be true or false, not %s", path, n_entry,
+                             flags[k], json_kind(get(it, flags[k])));
+        if (st != BERT8_OK) break;
+        if (!get(it, "normalized")) fv[4] = !fv[3];
+        st = b8_tok_add_token(t, content, strlen(content), (int32_t)id, fv[0], fv[1], fv[2], fv[3], e);
         if (st != BERT8_OK) b8_wrap(e, "%s: added_tokens", path);
-        for (int i = 0; st == BERT8_OK && i < t->n_added; i++)
-            if (t->added[i].len == strlen(content) && !memcmp(t->added[i].content, content, t->added[i].len))
-                t->added[i].normalized = get_flag(it, "normalized", !get_flag(it, "special", 0)) == 1;
+        const int at = st == BERT8_OK ? b8_added_find(t, content, strlen(content)) : -1;
+        if (at >= 0) t->added[at].normalized = fv[4];
     }
     if (st == BERT8_OK && kind == B8_TOK_UNIGRAM) st = finish_unigram(t, path, e);
     if (st == BERT8_OK) st = parse_post(t, get(root, "post_processor"), path, e);
@@ -557,7 +565,8 @@ bert8_status b8_tokjson_parse(const char *text, size_t len, const char *path,
         long off = where && where >= text && where <= text + len ? (long)(where - text) : -1;
         return b8_fail(e, BERT8_ERR_FORMAT, "%s: invalid JSON near byte offset %ld", path, off);
     }
-    bert8_status st = parse(root, path, opt, out, e);
+    bert8_status st = b8_json_refuse_nul(text, len, path, e);
+    if (!st) st = parse(root, path, opt, out, e);
     cJSON_Delete(root);
     return st;
 }

@@ -21,4 +21,22 @@ static inline int get_flag(const cJSON *o, const char *k, int dflt) {
     return dflt;
 }
 
+/* What a field holds, for messages: "a string", "null", ... */
+static inline const char *json_kind(const cJSON *v) {
+    return cJSON_IsString(v) ? "a string" : cJSON_IsNumber(v) ? "a number" : cJSON_IsArray(v) ? "an array"
+         : cJSON_IsObject(v) ? "an object" : cJSON_IsNull(v) ? "null" : cJSON_IsBool(v) ? "a boolean" : "invalid";
+}
+
+/* A boolean field as `tokenizers` deserializes it: *out is set when it is a boolean and kept
+ * when absent (or null, where null_ok: an Option<bool>); any other value makes it return
+ * false, since the reference refuses the file ("invalid type: string "yes", expected a
+ * boolean"). */
+static inline bool get_bool_strict(const cJSON *o, const char *k, bool null_ok, bool *out) {
+    const cJSON *v = get(o, k);
+    if (!v || (null_ok && cJSON_IsNull(v))) return true;
+    if (!cJSON_IsBool(v)) return false;
+    *out = cJSON_IsTrue(v);
+    return true;
+}
+
 #endif

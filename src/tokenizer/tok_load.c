@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/json_nul.h"
 #include "tokenizer/tok_internal.h"
 
 b8_tok_options b8_tok_default_options(void) {
@@ -45,7 +46,12 @@ static bert8_status read_json(const char *path, cJSON **out, b8_err *e) {
         free(text);
         return b8_fail(e, BERT8_ERR_FORMAT, "%s: invalid JSON near byte offset %ld", path, off);
     }
+    bert8_status st = b8_json_refuse_nul(text, n, path, e);
     free(text);
+    if (st) {
+        cJSON_Delete(j);
+        return st;
+    }
     if (!cJSON_IsObject(j)) {
         cJSON_Delete(j);
         return b8_fail(e, BERT8_ERR_FORMAT, "%s: the top level is not a JSON object", path);

@@ -138,8 +138,7 @@ void b8_tokenizer_free(b8_tokenizer *t) {
     free(t->added);
     free(t->wp.unk_token);
     free(t->wp.prefix);
-    free(t->wp.never_split); /* the strings belong to added */
-    free(t->wp.never_len);
+    b8_added_index_free(t);
     free(t->ug.score);
     free(t->ug.type);
     free(t->ug.charsmap);
@@ -184,6 +183,8 @@ bert8_status b8_tok_set_tokens(b8_tokenizer *t, const char *const *toks, const s
     free(t->tok_off);
     t->tok_blob = blob;
     t->tok_off = off;
+    t->blob_cap = total ? total : 1;
+    t->off_cap = (size_t)n + 1;
     t->vocab_size = n;
     return BERT8_OK;
 }
@@ -202,18 +203,34 @@ static bert8_status grow_tokens(b8_tokenizer *t, int64_t pad, const char *s, siz
                        s, len, B8_TOK_MAX_TOKEN_BYTES);
     size_t old = (size_t)t->tok_off[t->vocab_size];
     size_t add = (size_t)pad + len + 1;
-    char *blob = realloc(t->tok_blob, old + add);
-    if (!blob) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
-    t->tok_blob = blob;
-    int64_t *off = realloc(t->tok_off, (size_t)(size + 1) * sizeof *off);
-    if (!off) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
-    t->tok_off = off;
+    if (old + add > t->blob_cap) {
+        const size_t cap = old + add + (old + add) / 2;
+        char *blob = realloc(t->tok_blob, cap);
+        if (!blob) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
+        t->tok_blob = blob;
+        t->blob_cap = cap;
+    }
+    char *blob = t->tok_blob;
+    if ((size_t)size + 1 > t->off_cap) {
+        const size_t cap = (size_t)size + 1 + ((size_t)size + 1) / 2;
+        int64_t *off = realloc(t->tok_off, cap * sizeof *off);
+        if (!off) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
+        t->tok_off = off;
+        t->off_cap = cap;
+    }
+    int64_t *off = t->tok_off;
     if (t->kind == B8_TOK_UNIGRAM && t->ug.score) {
-        float *sc = realloc(t->ug.score, (size_t)size * sizeof *sc);
-        if (sc) t->ug.score = sc;
-        uint8_t *ty = realloc(t->ug.type, (size_t)size);
-        if (ty) t->ug.type = ty;
-        if (!sc || !ty) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
+        if ((size_t)size > t->ug_cap) { /* 0 at first: exactly the pieces were allocated */
+            const size_t cap = (size_t)size + (size_t)size / 2;
+            float *grown = realloc(t->ug.score, cap * sizeof *grown);
+            if (grown) t->ug.score = grown;
+            uint8_t *ty = grown ? realloc(t->ug.type, cap) : NULL;
+            if (ty) t->ug.type = ty;
+            if (!grown || !ty) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
+            t->ug_cap = cap;
+        }
+        float *sc = t->ug.score;
+        uint8_t *ty = t->ug.type;
         for (int64_t i = t->vocab_size; i < size; i++) {
             sc[i] = 0;
             ty[i] = i == size - 1 ? B8_SP_CONTROL : 0;
@@ -278,16 +295,15 @@ bert8_status b8_tok_add_token(b8_tokenizer *t, const char *content, size_t len, 
         bert8_status st = grow_tokens(t, (int64_t)id - t->vocab_size, content, len, e);
         if (st != BERT8_OK) return st;
     }
-    for (int i = 0; i < t->n_added; i++) {
-        b8_added_token *a = &t->added[i];
-        if (a->len == len && !memcmp(a->content, content, len)) {
-            a->lstrip = lstrip;
-            a->rstrip = rstrip;
-            a->single_word = single_word;
-            a->special = a->special || special;
-            if (id >= 0) a->id = id;
-            return BERT8_OK;
-        }
+    const int at = b8_added_find(t, content, len);
+    if (at >= 0) { /* already added: an update */
+        b8_added_token *a = &t->added[at];
+        a->lstrip = lstrip;
+        a->rstrip = rstrip;
+        a->single_word = single_word;
+        a->special = a->special || special;
+        if (id >= 0) a->id = id;
+        return BERT8_OK;
     }
     if (id < 0) {
         id = vocab_lookup(t, content, len);
@@ -302,15 +318,20 @@ bert8_status b8_tok_add_token(b8_tokenizer *t, const char *content, size_t len, 
             if (id < 0) return e ? e->status : BERT8_ERR_NOMEM;
         }
     }
-    b8_added_token *na = realloc(t->added, (size_t)(t->n_added + 1) * sizeof *na);
-    if (!na) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
-    t->added = na;
+    if ((size_t)t->n_added + 1 > t->added_cap) {
+        const size_t cap = 16 + (size_t)t->n_added + (size_t)t->n_added / 2;
+        b8_added_token *grown = realloc(t->added, cap * sizeof *grown);
+        if (!grown) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
+        t->added = grown;
+        t->added_cap = cap;
+    }
+    b8_added_token *na = t->added;
     char *c = malloc(len + 1);
     if (!c) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory adding a token");
     memcpy(c, content, len);
     c[len] = 0;
     na[t->n_added++] = (b8_added_token){c, len, id, lstrip, rstrip, single_word, special, false, false, NULL, 0};
-    return BERT8_OK;
+    return b8_added_index_add(t, t->n_added - 1, e);
 }
 
 void b8_tok_default_templates(b8_tokenizer *t) {
@@ -403,19 +424,14 @@ bert8_status b8_tok_finish(b8_tokenizer *t, b8_err *e) {
         for (int b = 0xC0; b < 0x100; b++)
             t->added_first[b] = 1;
     }
+    bert8_status st = b8_added_index_build(t, e);
+    if (st) return st;
     if (t->kind == B8_TOK_WORDPIECE) {
-        free(t->wp.never_split);
-        free(t->wp.never_len);
-        t->wp.never_split = calloc((size_t)t->n_added + 1, sizeof *t->wp.never_split);
-        t->wp.never_len = calloc((size_t)t->n_added + 1, sizeof *t->wp.never_len);
-        if (!t->wp.never_split || !t->wp.never_len)
-            return b8_fail(e, BERT8_ERR_NOMEM, "out of memory finishing the tokenizer");
         t->wp.n_never = 0;
         t->added_lens = 0;
         for (int i = 0; i < t->n_added; i++) {
             if (!t->added[i].special) continue;
-            t->wp.never_split[t->wp.n_never] = t->added[i].content;
-            t->wp.never_len[t->wp.n_never++] = t->added[i].len;
+            t->wp.n_never++;
             if (t->added[i].len < 64) t->added_lens |= 1ull << t->added[i].len;
         }
         if (t->wp.unk_id < 0)
@@ -451,10 +467,8 @@ const char *b8_tokenizer_id_to_token(const b8_tokenizer *t, int32_t id, size_t *
 
 int32_t b8_tokenizer_token_to_id(const b8_tokenizer *t, const char *token, size_t len) {
     if (!token) return -1;
-    for (int i = 0; i < t->n_added; i++)
-        if (t->added[i].len == len && !memcmp(t->added[i].content, token, len))
-            return t->added[i].id;
-    return vocab_lookup(t, token, len);
+    const int i = b8_added_find(t, token, len);
+    return i >= 0 ? t->added[i].id : vocab_lookup(t, token, len);
 }
 
 int b8_tokenizer_num_special_tokens(const b8_tokenizer *t, int pair) {
@@ -466,29 +480,6 @@ int b8_tokenizer_num_special_tokens(const b8_tokenizer *t, int pair) {
 }
 
 /* ---- Tokenize one sequence ------------------------------------------------------------ */
-
-/* The longest added token at s, or NULL; *mlen gets the bytes of text it covers. Tokens
- * that are their own lower case also match text that lower-cases to them (fold). */
-static const b8_added_token *match_added(const b8_tokenizer *t, const uint8_t *s, size_t n,
-                                         size_t *mlen) {
-    for (int i = 0; i < t->n_added; i++) {
-        const b8_added_token *a = &t->added[i];
-        if (a->len <= n && (uint8_t)a->content[0] == s[0] && !memcmp(a->content, s, a->len)) {
-            *mlen = a->len;
-            return a;
-        }
-    }
-    for (int i = 0; i < t->n_added; i++) {
-        const b8_added_token *a = &t->added[i];
-        if (!a->fold) continue;
-        size_t m = lowered_match(s, n, a->content, a->len);
-        if (m) {
-            *mlen = m;
-            return a;
-        }
-    }
-    return NULL;
-}
 
 static int32_t skip_space_fwd(const uint8_t *s, int32_t a, int32_t b) {
     while (a < b) {
@@ -530,30 +521,6 @@ static bool word_bounded(const uint8_t *s, int32_t len, int32_t a, int32_t b) {
     return true;
 }
 
-/* The longest added token at s whose normalized flag is `normalized` (BPE), or NULL. */
-static const b8_added_token *match_added_pass(const b8_tokenizer *t, const uint8_t *s, size_t n,
-                                              bool normalized, size_t *mlen) {
-    for (int i = 0; i < t->n_added; i++) {
-        const b8_added_token *a = &t->added[i];
-        if (a->normalized != normalized) continue;
-        if (a->len <= n && (uint8_t)a->content[0] == s[0] && !memcmp(a->content, s, a->len)) {
-            *mlen = a->len;
-            return a;
-        }
-    }
-    for (int i = 0; i < t->n_added; i++) {
-        const b8_added_token *a = &t->added[i];
-        if (!a->fold || a->normalized != normalized) continue;
-        size_t m = a->folded ? lowered_match(s, n, a->folded, a->folded_len)
-                             : lowered_match(s, n, a->content, a->len);
-        if (m) {
-            *mlen = m;
-            return a;
-        }
-    }
-    return NULL;
-}
-
 /* Unicode White_Space (Rust's char::is_whitespace), what `tokenizers` strips beside added
  * tokens. */
 static bool rust_space(uint32_t cp) {
@@ -577,7 +544,7 @@ static bert8_status split_added_bpe(const b8_tokenizer *t, const uint8_t *text, 
         int32_t m = b;
         for (; q < b; q++) {
             if (!t->added_first[text[q]]) continue;
-            at = match_added_pass(t, text + q, (size_t)(b - q), normalized, &mlen);
+            at = b8_added_match(t, normalized, text + q, (size_t)(b - q), &mlen);
             if (at && at->single_word &&
                 !word_bounded(text + a, b - a, q - a, q - a + (int32_t)mlen)) {
                 q += (int32_t)mlen - 1;
@@ -651,7 +618,7 @@ static bert8_status tokenize_seq(const b8_tokenizer *t, const uint8_t *text, int
         if (t->n_added) {
             for (int32_t q = p; q < len; q++) {
                 if (!t->added_first[text[q]]) continue;
-                at = match_added(t, text + q, (size_t)(len - q), &mlen);
+                at = b8_added_match(t, 0, text + q, (size_t)(len - q), &mlen);
                 if (at && at->single_word &&
                     !word_bounded(text, len, q, q + (int32_t)mlen)) {
                     /* refused, and its bytes are not searched again (HF's non-overlapping

@@ -140,9 +140,8 @@ static bool is_never_split(const b8_tokenizer *t, const b8_ucps *u) {
         nb += (size_t)b8_utf8_put(u->cp[i], buf + nb);
     }
     if (nb < 64 && !(t->added_lens >> nb & 1)) return false;
-    for (int i = 0; i < t->wp.n_never; i++)
-        if (t->wp.never_len[i] == nb && !memcmp(t->wp.never_split[i], buf, nb)) return true;
-    return false;
+    const int i = b8_added_find(t, (const char *)buf, nb);
+    return i >= 0 && t->added[i].special;
 }
 
 /* One whitespace-delimited word (after clean-up and the CJK split): NFC, accents, punctuation
