@@ -11,8 +11,8 @@ quantize plain and to both budgets, the argument errors of each) on the golden c
 embed, embed_all, OpenAI, similarity, tokenize, decode, predict, rerank, embed_sparse, docs, the
 error answers). A CLI case records the exit status, stdout and stderr; a quantize case also the
 sha256 of every file it wrote; a server case the status, the content type and the body. What
-changes from run to run is left out: timings (bench, the budget searches' speed, which run with
---bench-seconds 0), the server's timing headers and /metrics' values (its metric names are kept).
+changes from run to run is left out: timings (bench, eval's wall time, the budget searches' speed, which
+run with --bench-seconds 0), the server's timing headers and /metrics' values (its metric names are kept).
 Everything runs with --threads 1.
 
 --compare prints each differing case with a unified diff of its first lines. Cases listed in
@@ -22,6 +22,7 @@ import difflib
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -72,7 +73,9 @@ class Run:
             f.write(text)
 
     def scrub(self, s):
-        return s.replace(self.tmp, "$TMP").replace(ROOT, "$ROOT").replace(os.path.abspath(SHARED), "$SHARED")
+        s = s.replace(self.tmp, "$TMP").replace(ROOT, "$ROOT").replace(os.path.abspath(SHARED), "$SHARED")
+        # `bert8 eval`'s wall time
+        return re.sub(r'"seconds":[0-9.e+-]+', '"seconds":T', re.sub(r"\[[0-9.]+ s\]", "[T s]", s))
 
     def cli(self, name, args, stdin="", files=None):
         """Runs bert8 ARGS; records the status, stdout, stderr (and the files under `files`)."""
@@ -278,6 +281,20 @@ def cli_cases(r):
                                   "--eval-limit", "48", "--bench-seconds", "0", "--report", rep, *t1], files=q("cos"))
     with open(rep) as f:
         r.write("quantize_min_cosine_report", r.scrub(f.read()))
+    rep = r.path("cos_moves.json")
+    r.cli("quantize_min_cosine_moves", ["quantize", stsb, "-o", q("cos_moves"), "--calib",
+                                        os.path.join(DATA, "glue", "STS-B.dev.tsv"), "--column", "sentence1",
+                                        "--samples", "32", "--min-cosine", "0.99999", "--eval-limit", "48",
+                                        "--bench-seconds", "0", "--report", rep, *t1], files=q("cos_moves"))
+    with open(rep) as f:
+        r.write("quantize_min_cosine_moves_report", r.scrub(f.read()))
+    rep = r.path("drop_moves.json")
+    r.cli("quantize_max_drop_moves", ["quantize", outlier, "-o", q("drop_moves"), "--calib", sst2_train, "--column",
+                                      "sentence", "--samples", "16", "--alpha", "none", "--max-drop", "0", "--eval-task",
+                                      "sst2", "--eval-data", os.path.join(DATA, "glue", "SST-2.dev.tsv"), "--eval-limit",
+                                      "48", "--bench-seconds", "0", "--report", rep, *t1], files=q("drop_moves"))
+    with open(rep) as f:
+        r.write("quantize_max_drop_moves_report", r.scrub(f.read()))
     evtxt = r.path("ev.txt")
     with open(evtxt, "w") as f:
         f.write("".join(s + "\n" for s in SENTENCES * 5))
@@ -345,7 +362,7 @@ class Server:
 def server_cases(r, models):
     def case(s, name, method, path, body=None, raw=None, metrics=False):
         st, ct, data = s.request(method, path, body, raw)
-        text = data.decode("utf-8", "replace")
+        text = r.scrub(data.decode("utf-8", "replace"))
         if metrics:  # values move with timing: keep the names
             text = "".join(l.split(" ")[0].split("{")[0] + "\n" for l in text.splitlines() if l and not l.startswith("#"))
             text = "".join(sorted(set(text.splitlines(True))))
