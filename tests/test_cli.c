@@ -405,6 +405,25 @@ TEST(embed_follows_sentence_transformers_pooling_config) {
     check_embed(d, "--pooling mean --no-normalize", false, false); /* flags override */
 }
 
+/* An empty text is a bad line naming its field, as TEI refuses an empty input ("`inputs` cannot be
+ * empty"; a pair only when both texts are empty) and the library does: not [CLS] [SEP]. */
+TEST(embed_refuses_an_empty_text_by_name) {
+    const char *in = "{\"text\": \"\"}\n{\"text\": \"hello\"}\n{\"text\": \"\", \"text_pair\": \"x\"}\n"
+                     "{\"text\": \"\", \"text_pair\": \"\"}\n";
+    tu_run r = tu_cli(in, strlen(in), "embed '%s' --threads 1", gpath("bert_e2e"));
+    CHECKF(r.rc == 1 && r.n == 4, "rc %d, %d lines: %s", r.rc, r.n, r.err);
+    if (r.n == 4) {
+        const char *e0 = jstr(r.lines[0], "error"), *e3 = jstr(r.lines[3], "error");
+        CHECKF(e0 && strstr(e0, "\"text\" is empty") && strstr(e0, "`inputs` cannot be empty"), "%s", r.out);
+        CHECK(jnum(r.lines[0], "line") == 1 && jnum(r.lines[3], "line") == 4);
+        CHECKF(e3 && strstr(e3, "and so is its pair"), "%s", r.out);
+        CHECK(cJSON_GetObjectItemCaseSensitive(r.lines[1], "embedding") &&
+              cJSON_GetObjectItemCaseSensitive(r.lines[2], "embedding"));
+    }
+    CHECK(strstr(r.err, "line 1: \"text\" is empty") != NULL);
+    tu_run_free(&r);
+}
+
 /* ---- qa --------------------------------------------------------------------------------- */
 
 /* The best span recomputed from `tokenize` + `forward` outputs: context tokens only, start <=
@@ -1042,6 +1061,7 @@ int main(void) {
     RUN(classify_regression_head_prints_the_value);
     RUN(embed_mean_and_cls_match_pooled_golden_hidden_states);
     RUN(embed_follows_sentence_transformers_pooling_config);
+    RUN(embed_refuses_an_empty_text_by_name);
     RUN(qa_picks_the_best_span_of_the_context);
     RUN(qa_long_contexts_and_long_questions_use_windows);
     RUN(ner_labels_each_word_by_its_first_subtoken);

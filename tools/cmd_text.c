@@ -210,7 +210,8 @@ int cmd_classify(int argc, char **argv) {
 }
 
 int cmd_embed(int argc, char **argv) {
-    tcmd c = {.name = "embed", .fa = "text", .fb = "text_pair", .with_model = true, .normalize = -1};
+    tcmd c = {.name = "embed", .fa = "text", .fb = "text_pair", .with_model = true, .normalize = -1,
+              .refuse_empty = true};
     cli_args a;
     cli_args_init(&a, argc, argv);
     if (tcmd_want_help(&a, "usage: bert8 embed MODEL_DIR [--pooling cls|mean|max|mean_sqrt_len_tokens|weightedmean|lasttoken|splade] "

@@ -59,7 +59,7 @@ static bool json_text(item *it, const cJSON *root, const char *name, bool option
     return *out != NULL;
 }
 
-static void parse_item(tcmd *c, const text_line *l, item *it) {
+static void parse_line(tcmd *c, const text_line *l, item *it) {
     memset(it, 0, sizeof *it);
     it->line = l->lineno;
     size_t bad;
@@ -103,6 +103,13 @@ static void parse_item(tcmd *c, const text_line *l, item *it) {
     it->a = dup_n(l->buf, na);
     if (tab) it->b = dup_n(tab + 1, l->len - na - 1);
     if (!it->a || (tab && !it->b)) item_fail(it, "out of memory");
+}
+
+static void parse_item(tcmd *c, const text_line *l, item *it) {
+    parse_line(c, l, it);
+    if (c->refuse_empty && !it->bad && it->a && !it->a[0] && !(it->b && it->b[0]))
+        item_fail(it, "\"%s\" is empty%s: `inputs` cannot be empty (as TEI answers)", c->fa,
+                  it->b ? ", and so is its pair" : "");
 }
 
 

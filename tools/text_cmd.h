@@ -42,6 +42,7 @@ struct tcmd {
     const char *name;
     const char *fa, *fb; /* JSON field names (fb NULL: no second text) */
     bool pair_needed;
+    bool refuse_empty;     /* an empty text (of a pair: both) is a bad line, as the library and TEI say */
     bool with_model;
     bool plain, strict;
     const char *lora_task; /* --lora-task */
