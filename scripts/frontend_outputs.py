@@ -41,6 +41,8 @@ M = os.path.join(ROOT, "models")
 
 # Cases whose output differs on purpose between the base and a later build: name -> why.
 INTENDED = {
+    "fill_mask_no_cleanup": "issue 40: decode honours clean_up_tokenization_spaces, absent in this folder's "
+                            "tokenizer_config.json: contractions keep their spaces, as transformers decodes",
     "embed_bad": "issue 40: an empty text is a bad line naming its field (TEI's `inputs` cannot be empty), "
                  "no longer an embedding of [CLS] [SEP]",
 }
@@ -183,6 +185,16 @@ def cli_cases(r):
     mask = jl([{"text": "the movie was [MASK] ."}, {"text": "[MASK] world [MASK]"}])
     r.cli("fill_mask", ["fill-mask", mlm, "--top-k", "3", *t1], mask)
     r.cli("fill_mask_none", ["fill-mask", e2e, *t1], mask)
+    # decode without clean_up_tokenization_spaces (the key removed from tokenizer_config.json)
+    raw = r.folder("mlm_raw", "bert_pretraining", architectures=["BertForMaskedLM"])
+    with open(os.path.join(raw, "tokenizer_config.json")) as fh:
+        cfg = json.load(fh)
+    cfg.pop("clean_up_tokenization_spaces", None)
+    with open(os.path.join(raw, "tokenizer_config.json"), "w") as fh:
+        json.dump(cfg, fh)
+    contractions = jl([{"text": "it 's [MASK] , isn 't it ?"}, {"text": "i 'm [MASK] ."}])
+    r.cli("fill_mask_cleanup", ["fill-mask", mlm, "--top-k", "2", *t1], contractions)
+    r.cli("fill_mask_no_cleanup", ["fill-mask", raw, "--top-k", "2", *t1], contractions)
 
     r.cli("eval_sst2", ["eval", sst2, "--task", "sst2", "--data", os.path.join(DATA, "glue", "SST-2.dev.tsv"),
                         "--limit", "64", *t1])

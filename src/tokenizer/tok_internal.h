@@ -200,6 +200,7 @@ struct b8_tokenizer {
     b8_tok_kind kind;
     int64_t vocab_size;
     int64_t model_max_length;
+    bool clean_up; /* tokenizer_config.json's clean_up_tokenization_spaces (absent: false, as transformers) */
     char *tok_blob;   /* id -> token: NUL-terminated strings */
     int64_t *tok_off; /* [vocab_size + 1] */
     b8_ptrie trie;    /* token -> id (Unigram: pieces the Viterbi may use) */
