@@ -424,6 +424,43 @@ TEST(embed_refuses_an_empty_text_by_name) {
     tu_run_free(&r);
 }
 
+/* ---- quantize: calibration text ----------------------------------------------------------- */
+
+/* The calibration rows `bert8 quantize --calib FILE` reads (the count its closing line gives). */
+static long calib_rows(const char *name, const char *content, const char *extra) {
+    char path[1100], out[1200];
+    snprintf(path, sizeof path, "%s", tmp_path(name));
+    snprintf(out, sizeof out, "%s.int8", path);
+    if (tu_write_file(path, content, strlen(content))) return -1;
+    tu_run r = tu_bert8("quantize '%s' -o '%s' --calib '%s' --threads 1 %s", gpath("bert_e2e"), out, path, extra);
+    const char *w = strstr(r.err, "attention, ");
+    long n = r.rc == 0 && w ? strtol(w + strlen("attention, "), NULL, 10) : -1;
+    CHECKF(n >= 0, "%s: rc %d: %s", name, r.rc, r.err);
+    tu_run_free(&r);
+    return n;
+}
+
+/* A .tsv without --column: the first line is a header only when it names a text column
+ * (sentence, text, sentence1, question, premise), otherwise the first calibration sentence. */
+TEST(quantize_reads_a_tsv_header_only_when_it_names_a_text_column) {
+    char rows[2048] = "";
+    for (int i = 0; i < 20; i++) strcat(rows, i % 2 ? "a dull film\t0\n" : "the movie was great\t1\n");
+    char with[2200];
+    CHECK(calib_rows("plain.tsv", rows, "") == 20); /* no header: every line calibrates */
+    snprintf(with, sizeof with, "sentence\tlabel\n%s", rows);
+    CHECK(calib_rows("sst2.tsv", with, "") == 20);
+    snprintf(with, sizeof with, "label\ttext\n%s", rows);
+    CHECK(calib_rows("text.tsv", with, "") == 20);
+    snprintf(with, sizeof with, "a first sentence\t1\n%s", rows);
+    CHECK(calib_rows("first.tsv", with, "") == 21);
+    snprintf(with, sizeof with, "s\tl\n%s", rows); /* --column: the first line names the columns */
+    CHECK(calib_rows("named.tsv", with, "--column s") == 20);
+    tu_run r = tu_bert8("quantize '%s' -o '%s' --calib '%s' --column nope", gpath("bert_e2e"),
+                        tmp_path("x.int8"), tmp_path("named.tsv"));
+    CHECKF(r.rc == 1 && strstr(r.err, "header has no column \"nope\""), "%s", r.err);
+    tu_run_free(&r);
+}
+
 /* ---- qa --------------------------------------------------------------------------------- */
 
 /* The best span recomputed from `tokenize` + `forward` outputs: context tokens only, start <=
@@ -1062,6 +1099,7 @@ int main(void) {
     RUN(embed_mean_and_cls_match_pooled_golden_hidden_states);
     RUN(embed_follows_sentence_transformers_pooling_config);
     RUN(embed_refuses_an_empty_text_by_name);
+    RUN(quantize_reads_a_tsv_header_only_when_it_names_a_text_column);
     RUN(qa_picks_the_best_span_of_the_context);
     RUN(qa_long_contexts_and_long_questions_use_windows);
     RUN(ner_labels_each_word_by_its_first_subtoken);

@@ -43,6 +43,17 @@ static int split_tabs(char *line, char **cols, int max) {
     return n;
 }
 
+/* The column a TSV header names as the text without --column: the first of TEXT_COLUMNS among its
+ * cells (GLUE's and the usual datasets' names), or -1 when none is: then the line is no header. */
+static const char *const TEXT_COLUMNS[] = {"sentence", "text", "sentence1", "question", "premise"};
+
+static int header_text_column(char *const *cols, int nc) {
+    for (size_t k = 0; k < sizeof TEXT_COLUMNS / sizeof *TEXT_COLUMNS; k++)
+        for (int i = 0; i < nc; i++)
+            if (!strcmp(cols[i], TEXT_COLUMNS[k])) return i;
+    return -1;
+}
+
 int read_texts(const char *cmd, const char *path, const char *columns, int64_t limit, texts *out) {
     FILE *f = fopen(path, "rb");
     if (!f) return cli_error(cmd, "cannot open calibration file %s", path);
@@ -63,22 +74,26 @@ int read_texts(const char *cmd, const char *path, const char *columns, int64_t l
         if (tsv) {
             char *cols[64];
             int nc = split_tabs(l, cols, 64);
-            if (lineno == 1) {
+            if (lineno == 1 && columns) { /* --column: the first line is the header naming them */
                 char want[256];
-                snprintf(want, sizeof want, "%s", columns ? columns : "sentence");
+                snprintf(want, sizeof want, "%s", columns);
                 char *second = strchr(want, ',');
                 if (second) *second++ = 0;
                 for (int i = 0; i < nc; i++) {
                     if (!strcmp(cols[i], want)) ci[0] = i;
                     if (second && !strcmp(cols[i], second)) ci[1] = i;
                 }
-                if (ci[0] < 0 && !columns) ci[0] = 0;
                 if (ci[0] < 0 || (second && ci[1] < 0)) {
                     rc = cli_error(cmd, "%s: header has no column \"%s\"%s%s", path, want, second ? " or " : "",
                                    second ? second : "");
                     break;
                 }
                 continue;
+            }
+            if (lineno == 1) { /* a header only when it names a text column; else the first row */
+                ci[0] = header_text_column(cols, nc);
+                if (ci[0] >= 0) continue;
+                ci[0] = 0;
             }
             if (ci[0] >= nc || ci[1] >= nc) continue;
             if (!texts_add(out, cols[ci[0]], ci[1] >= 0 ? cols[ci[1]] : NULL)) {

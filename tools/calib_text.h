@@ -1,7 +1,12 @@
-/* calib_text.h: calibration text for `bert8 quantize` and `bert8 bench`: reading it (one input
- * per line: plain text, a JSON object {"text": ..., "text_pair": ...}, or with --column
- * NAME[,NAME2] (or a .tsv file) a TSV whose header names the columns) and encoding it into
- * batches. */
+/* calib_text.h: calibration text for `bert8 quantize` and `bert8 bench`: reading it and encoding
+ * it into batches. One input per line: plain text, or a JSON object {"text": ..., "text_pair":
+ * ...}; or a TSV (a .tsv file, or any file with --column):
+ *   - with --column NAME[,NAME2] the first line is a header that must name those columns (the
+ *     second one: the text pair);
+ *   - without --column the first line is a header only when one of its cells is a text column's
+ *     name: sentence, text, sentence1, question or premise (the first of these it holds is read,
+ *     e.g. SST-2's "sentence\tlabel"); otherwise it is the first row, and column 0 of every row is
+ *     read. A file whose first sentence is exactly one of those names needs --column. */
 #ifndef BERT8_CALIB_TEXT_H
 #define BERT8_CALIB_TEXT_H
 
