@@ -16,6 +16,7 @@
 #include "eval_set.h"
 #include "quant_opts.h"
 
+/* The result timed against the all-INT8 model, as `bert8 bench` times: passes interleaved. */
 typedef struct bench_result {
     long iters;
     double med[2], best[2];       /* seconds per forward pass of models a and b */
@@ -28,6 +29,8 @@ typedef struct scored_cfg {
     double score, plain;
 } scored_cfg;
 
+/* The evaluation of an accuracy budget (--max-drop): the eval set's tuning slice, the FP32
+ * per-example ceiling of the conservative score, every configuration scored. */
 typedef struct budget_eval {
     const eval_set *es;
     const bert8_tokenizer *tok;
@@ -47,6 +50,7 @@ typedef struct cos_stats {
     double mean, p1, min;
 } cos_stats;
 
+/* What the progress display (budget_progress) needs. */
 typedef struct budget_view {
     const bert8_model *m;
     bool quiet;
