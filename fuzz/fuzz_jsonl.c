@@ -1,5 +1,5 @@
 /* fuzz_jsonl.c: the CLI's input lines for the text commands (`bert8 classify | embed | qa |
- * ner | tokenize`): tools/cmd_text.c is compiled into this harness unchanged, and each line the
+ * ner | tokenize`): tools/text_cmd.c is compiled into this harness unchanged, and each line the
  * line reader (tools/text_io.c) returns goes through its parse_item: JSON objects with named
  * fields ({"text", "text_pair", "id"}, {"question", "context"}), TEXT<TAB>PAIR lines and plain
  * lines. Byte 0 picks the command's fields and options. Invariants: an accepted line gives
@@ -8,7 +8,7 @@
  * the line has one, and an "id" that is valid JSON; a refused line gives a message. */
 #include "fuzz_util.h" /* first: it defines _GNU_SOURCE */
 
-#include "../tools/cmd_text.c"
+#include "../tools/text_cmd.c"
 
 static bool valid_text(const char *s, size_t line_len) {
     if (!s) return false;

@@ -531,9 +531,12 @@ bert8_status bert8_encode_texts(const bert8_tokenizer *t, int64_t n, const bert8
                                 bert8_encoding *out, char *err, size_t err_len);
 void bert8_encoding_free(bert8_encoding *enc); /* NULL is a no-op */
 
-/* Decodes ids into text as transformers' tokenizer.decode does (WordPiece: "##" joins,
- * clean_up_tokenization_spaces; SentencePiece: U+2581 becomes a space), special tokens dropped
- * when skip_special_tokens. *out is a NUL-terminated string the caller frees with free(). */
+/* Decodes ids into text as transformers' tokenizer.decode does (WordPiece: "##" joins and the
+ * `tokenizers` WordPiece decoder's cleanup of a space before , . ! ?; SentencePiece: U+2581
+ * becomes a space; byte-level BPE: the bytes), then, when the folder's tokenizer_config.json sets
+ * clean_up_tokenization_spaces true (absent: false, transformers' default), transformers'
+ * clean_up_tokenization (not for BPE, which transformers skips); special tokens dropped when
+ * skip_special_tokens. *out is a NUL-terminated string the caller frees with free(). */
 bert8_status bert8_decode(const bert8_tokenizer *t, const int32_t *ids, int64_t n, int skip_special_tokens,
                           char **out, char *err, size_t err_len);
 /* 1 when id is a special token (of the template, padding, unknown, mask or an added special). */

@@ -162,7 +162,9 @@ typedef struct bert8_embed_options {
 bert8_embed_options bert8_default_embed_options(void);
 
 /* Sentence embeddings of n texts (pairs as for classify). out: [n][dim], dim = the options'
- * dimensions or the hidden size. */
+ * dimensions or the hidden size. An empty text (of a pair: both texts empty) is
+ * BERT8_ERR_INVALID_ARG naming it ("text 2 is empty: `inputs` cannot be empty"), as TEI refuses it:
+ * it has nothing to embed but the special tokens. So do bert8_embed_tokens and bert8_embed_sparse. */
 bert8_status bert8_embed(const bert8_pipeline *p, int64_t n, const bert8_text *texts, const bert8_text *pairs,
                          const bert8_run_options *opt, const bert8_embed_options *eo, float *out, char *err,
                          size_t err_len);
@@ -214,7 +216,8 @@ bert8_status bert8_embed_tokens_ids(const bert8_pipeline *p, int64_t n, const be
 
 /* Cross-encoder reranking: the score of (query, texts[i]) for each i. One-label heads give
  * sigmoid(logit) (raw_scores: the logit); several labels give softmax(logits)[last] (raw: that
- * logit). order (may be NULL): [n] indices sorted by descending score (stable). */
+ * logit). order (may be NULL): [n] indices sorted by descending score (stable). A pair whose query
+ * and text are both empty is BERT8_ERR_INVALID_ARG naming it, as TEI refuses it. */
 bert8_status bert8_rerank(const bert8_pipeline *p, bert8_text query, int64_t n, const bert8_text *texts,
                           const bert8_run_options *opt, int raw_scores, float *scores, int64_t *order, char *err,
                           size_t err_len);

@@ -5,7 +5,9 @@
  *   jbuf.c       a growable byte buffer that writes JSON (strings, shortest floats, base64)
  *   metrics.c    Prometheus counters and histograms
  *   scheduler.c  the queue and the one batching thread that calls the pipeline
- *   routes.c     one handler per route: JSON in, validation and tokenization, job, JSON out
+ *   routes.c     the route table; a request from JSON body to queued job to JSON response
+ *   routes.h     what the route files share (private): request.c (field parsing, tokenization,
+ *                the job), route_embed.c, route_classify.c, route_tokens.c, route_admin.c
  *   docs.c       GET /docs and /openapi.json (the description scripts/gen_openapi.py writes)
  *   http.c       libmicrohttpd: bodies, limits, auth, suspend/resume while a job runs, shutdown
  *   serve.c      `bert8 serve`: start-up, signals, graceful stop
@@ -195,8 +197,6 @@ typedef struct srv_response {
 
 /* TEI's error kinds and their HTTP codes. */
 typedef enum srv_error_type { E_VALIDATION, E_TOKENIZER, E_OVERLOADED, E_BACKEND, E_EMPTY, E_UNHEALTHY } srv_error_type;
-int srv_error_status(srv_error_type t);
-const char *srv_error_name(srv_error_type t);
 /* A JSON error body {"error", "error_type"} (or OpenAI's {"message", "code", "type"}). */
 void srv_error(srv_response *r, srv_error_type t, int openai, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -5,7 +5,6 @@ target_include_directories(test_metrics PRIVATE ${CMAKE_SOURCE_DIR}/tools)
 bert8_add_test(test_cli model test_cli.c ${CMAKE_SOURCE_DIR}/tools/metrics.c)
 target_include_directories(test_cli PRIVATE ${CMAKE_SOURCE_DIR}/tools)
 target_link_libraries(test_cli PRIVATE bert8_golden m)
-target_compile_definitions(test_cli PRIVATE BERT8_CLI_PATH="$<TARGET_FILE:bert8_cli>")
 add_dependencies(test_cli bert8_cli)
 # One version source: the CLI (bert8_version(), from the header's macros) prints the version CMake
 # read from the same header.

@@ -5,15 +5,12 @@
  * that moves a single prediction fails here; rerun the report script when that is intended. */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testutil.h"
 
-static const char *BIN = BERT8_CLI_PATH;
 static const char *SRC = BERT8_SOURCE_DIR;
 
 /* The setting the report script records under "regression"; both sides must agree. */
@@ -24,31 +21,15 @@ static const char *SRC = BERT8_SOURCE_DIR;
 #define LIMIT 200
 
 /* Runs `bert8 ARGS`; returns the exit status and the last stdout line parsed as JSON (or NULL). */
-static int run_bert8(cJSON **json, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int run_bert8(cJSON **json, const char *fmt, ...) {
-    char args[4096], cmd[8192], out[1024], err[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(out, sizeof out, "%s/stdout.txt", tu_tmpdir());
-    snprintf(err, sizeof err, "%s/stderr.txt", tu_tmpdir());
-    snprintf(cmd, sizeof cmd, "'%s' %s < /dev/null > '%s' 2> '%s'", BIN, args, out, err);
-    int st = system(cmd);
-    int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    char *o = tu_read_file(out, NULL), *e = tu_read_file(err, NULL);
-    CHECKF(rc == 0, "bert8 %s: exit %d: %s", args, rc, e ? e : "");
-    CHECKF(!e || (!strstr(e, "Sanitizer") && !strstr(e, "runtime error")), "bert8 %s: %s", args, e);
+#define run_bert8(json, ...) run_bert8_((json), tu_bert8(__VA_ARGS__))
+static int run_bert8_(cJSON **json, tu_run r) {
+    CHECKF(r.rc == 0, "exit %d: %s", r.rc, r.err);
     if (json) {
-        *json = NULL;
-        char *last = o;
-        for (char *p = o; p && *p; p++)
-            if (*p == '\n' && p[1]) last = p + 1;
-        if (last) *json = cJSON_Parse(last);
-        CHECKF(*json != NULL, "bert8 %s: stdout is not JSON: %s", args, o ? o : "");
+        *json = r.n > 0 ? cJSON_Duplicate(r.lines[r.n - 1], 1) : NULL;
+        CHECKF(*json != NULL, "stdout is not JSON: %s", r.out);
     }
-    free(o);
-    free(e);
+    int rc = r.rc;
+    tu_run_free(&r);
     return rc;
 }
 

@@ -7,51 +7,13 @@
  * are refused without writing OUT. */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include "testutil.h"
 
-static const char *BIN = BERT8_CLI_PATH;
 #define MODEL "models/stsb-bert-mini"
-
-typedef struct run_out {
-    int rc;
-    char *out, *err;
-} run_out;
-
-static run_out run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static run_out run(const char *fmt, ...) {
-    char args[4096], cmd[8192], out[1024], err[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(out, sizeof out, "%s/stdout.txt", tu_tmpdir());
-    snprintf(err, sizeof err, "%s/stderr.txt", tu_tmpdir());
-    snprintf(cmd, sizeof cmd, "'%s' %s < /dev/null > '%s' 2> '%s'", BIN, args, out, err);
-    int st = system(cmd);
-    run_out r = {WIFEXITED(st) ? WEXITSTATUS(st) : -1, tu_read_file(out, NULL), tu_read_file(err, NULL)};
-    if (!r.out) r.out = strdup("");
-    if (!r.err) r.err = strdup("");
-    CHECKF(!strstr(r.err, "Sanitizer") && !strstr(r.err, "runtime error"), "bert8 %s: %s", args, r.err);
-    return r;
-}
-
-static void run_free(run_out *r) {
-    free(r->out);
-    free(r->err);
-}
-
-static double num(const cJSON *o, const char *a, const char *b, const char *c) {
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, a);
-    if (b) x = cJSON_GetObjectItemCaseSensitive(x, b);
-    if (c) x = cJSON_GetObjectItemCaseSensitive(x, c);
-    return cJSON_IsNumber(x) ? x->valuedouble : NAN;
-}
 
 static cJSON *read_json(const char *path) {
     char *text = tu_read_file(path, NULL);
@@ -67,7 +29,7 @@ static bool exists(const char *path) {
 
 /* The folder loads, with the unit modes the report gives. */
 static void check_folder(const char *out, const cJSON *report) {
-    run_out r = run("info '%s' --json", out);
+    tu_run r = tu_bert8("info '%s' --json", out);
     CHECKF(r.rc == 0, "%s", r.err);
     cJSON *info = cJSON_Parse(r.out);
     const cJSON *iu = cJSON_GetObjectItemCaseSensitive(info, "units"), *units = cJSON_GetObjectItemCaseSensitive(report, "units");
@@ -78,7 +40,7 @@ static void check_folder(const char *out, const cJSON *report) {
         CHECKF(ma && mb && !strcmp(ma, mb), "unit %d: report %s, info %s", u, ma ? ma : "?", mb ? mb : "?");
     }
     cJSON_Delete(info);
-    run_free(&r);
+    tu_run_free(&r);
 }
 
 TEST(loose_target_writes_a_model_that_meets_it_held_out) {
@@ -86,34 +48,36 @@ TEST(loose_target_writes_a_model_that_meets_it_held_out) {
     char out[512], rep[512];
     snprintf(out, sizeof out, "%s/cos_loose", tu_tmpdir());
     snprintf(rep, sizeof rep, "%s/cos_loose.json", tu_tmpdir());
-    run_out r = run("quantize " MODEL " -o '%s' --calib '%s' --samples 64 --eval-limit 64 --threads 1 "
-                    "--min-cosine 0.99,0.98 --ranking output-error --bench-seconds 0.2 --report '%s'",
-                    out, calib, rep);
+    tu_run r = tu_bert8("quantize " MODEL " -o '%s' --calib '%s' --samples 64 --eval-limit 64 --threads 1 "
+                        "--min-cosine 0.99,0.98 --ranking output-error --bench-seconds 0.2 --report '%s'",
+                        out, calib, rep);
     CHECKF(r.rc == 0, "rc %d: %s", r.rc, r.err);
     CHECKF(strstr(r.out, "budget: cosine to the FP32 embedding, mean >= 0.99, 1st percentile >= 0.98") &&
                strstr(r.out, "32 texts tune the search, 32 held out") && strstr(r.out, "search start") &&
                strstr(r.out, "the all-INT8 speed") && strstr(r.out, "mean pooling"),
            "%s", r.out);
     CHECKF(strstr(r.err, "budget: FP32 scores 1.0000") && strstr(r.err, "budget: all units int8_static"), "%s", r.err);
-    run_free(&r);
+    tu_run_free(&r);
     cJSON *j = read_json(rep);
     CHECK(j != NULL);
     if (!j) return;
     CHECK(!strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "budget")), "min_cosine"));
-    CHECK(num(j, "min_cosine_mean", NULL, NULL) == 0.99 && num(j, "min_cosine_p1", NULL, NULL) == 0.98);
-    CHECK(num(j, "tune_texts", NULL, NULL) == 32 && num(j, "held_out_texts", NULL, NULL) == 32);
+    CHECK(tu_json_num(j, "min_cosine_mean", NULL, NULL) == 0.99 && tu_json_num(j, "min_cosine_p1", NULL, NULL) == 0.98);
+    CHECK(tu_json_num(j, "tune_texts", NULL, NULL) == 32 && tu_json_num(j, "held_out_texts", NULL, NULL) == 32);
     /* FP32 against itself: exactly 1 */
-    CHECK(num(j, "fp32", "score", NULL) == 1 && num(j, "fp32", "tune", "mean") == 1 &&
-          num(j, "fp32", "held_out", "p1") == 1);
+    CHECK(tu_json_num(j, "fp32", "score", NULL) == 1 && tu_json_num(j, "fp32", "tune", "mean") == 1 &&
+          tu_json_num(j, "fp32", "held_out", "p1") == 1);
     /* within the budget on the tuning slice, and (a loose target) on the held-out one */
-    CHECK(num(j, "result", "score", NULL) >= 0);
-    CHECK(num(j, "result", "tune", "mean") >= 0.99 && num(j, "result", "tune", "p1") >= 0.98);
-    CHECKF(num(j, "result", "held_out", "mean") >= 0.99, "held-out mean %g", num(j, "result", "held_out", "mean"));
-    const double mean = num(j, "result", "held_out", "mean"), p1 = num(j, "result", "held_out", "p1"),
-                 mn = num(j, "result", "held_out", "min");
+    CHECK(tu_json_num(j, "result", "score", NULL) >= 0);
+    CHECK(tu_json_num(j, "result", "tune", "mean") >= 0.99 && tu_json_num(j, "result", "tune", "p1") >= 0.98);
+    const double held = tu_json_num(j, "result", "held_out", "mean");
+    CHECKF(held >= 0.99, "held-out mean %g", held);
+    const double mean = tu_json_num(j, "result", "held_out", "mean"), p1 = tu_json_num(j, "result", "held_out", "p1"),
+                 mn = tu_json_num(j, "result", "held_out", "min");
     CHECK(mn <= p1 && p1 <= mean && mean <= 1);
-    CHECK(isfinite(num(j, "all_int8", "held_out", "mean")) && isfinite(num(j, "search_start", "tune", "mean")));
-    CHECK(num(j, "speed", "result_over_all_int8", NULL) > 0);
+    CHECK(isfinite(tu_json_num(j, "all_int8", "held_out", "mean")) &&
+          isfinite(tu_json_num(j, "search_start", "tune", "mean")));
+    CHECK(tu_json_num(j, "speed", "result_over_all_int8", NULL) > 0);
     check_folder(out, j);
     cJSON_Delete(j);
 }
@@ -130,18 +94,18 @@ TEST(eval_data_lines_are_scored) {
     for (int i = 0; i < 40; i++)
         fprintf(f, "Sentence number %d says something %s about the film.\n", i, i % 2 ? "kind" : "unkind");
     fclose(f);
-    run_out r = run("quantize " MODEL " -o '%s' --calib '%s' --samples 32 --threads 1 --min-cosine 0.9 "
-                    "--eval-data '%s' --tune-fraction 0.25 --bench-seconds 0 --report '%s' --quiet",
-                    out, calib, data, rep);
+    tu_run r = tu_bert8("quantize " MODEL " -o '%s' --calib '%s' --samples 32 --threads 1 --min-cosine 0.9 "
+                        "--eval-data '%s' --tune-fraction 0.25 --bench-seconds 0 --report '%s' --quiet",
+                        out, calib, data, rep);
     CHECKF(r.rc == 0, "rc %d: %s", r.rc, r.err);
     CHECKF(strstr(r.out, "texts: 40 lines of") && strstr(r.out, "10 texts tune the search, 30 held out"), "%s", r.out);
-    run_free(&r);
+    tu_run_free(&r);
     cJSON *j = read_json(rep);
     CHECK(j != NULL);
     if (!j) return;
-    CHECK(num(j, "tune_texts", NULL, NULL) == 10 && num(j, "held_out_texts", NULL, NULL) == 30);
+    CHECK(tu_json_num(j, "tune_texts", NULL, NULL) == 10 && tu_json_num(j, "held_out_texts", NULL, NULL) == 30);
     CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "min_cosine_p1")));
-    CHECK(num(j, "result", "held_out", "mean") >= 0.9);
+    CHECK(tu_json_num(j, "result", "held_out", "mean") >= 0.9);
     CHECK(!cJSON_GetObjectItemCaseSensitive(j, "speed")); /* --bench-seconds 0 */
     check_folder(out, j);
     cJSON_Delete(j);
@@ -152,15 +116,15 @@ TEST(impossible_target_moves_units_or_fails_clearly) {
     char out[512], rep[512];
     snprintf(out, sizeof out, "%s/cos_tight", tu_tmpdir());
     snprintf(rep, sizeof rep, "%s/cos_tight.json", tu_tmpdir());
-    run_out r = run("quantize " MODEL " -o '%s' --calib '%s' --samples 64 --eval-limit 64 --threads 1 "
-                    "--min-cosine 0.9999999 --ranking output-error --no-dynamic --no-trim --bench-seconds 0 "
-                    "--report '%s' --quiet",
-                    out, calib, rep);
+    tu_run r = tu_bert8("quantize " MODEL " -o '%s' --calib '%s' --samples 64 --eval-limit 64 --threads 1 "
+                        "--min-cosine 0.9999999 --ranking output-error --no-dynamic --no-trim --bench-seconds 0 "
+                        "--report '%s' --quiet",
+                        out, calib, rep);
     if (r.rc == 0) {
         cJSON *j = read_json(rep);
         CHECK(j != NULL);
-        CHECK(num(j, "result", "int8_dynamic", NULL) + num(j, "result", "fp32", NULL) > 0);
-        CHECK(num(j, "result", "tune", "mean") >= 0.9999999 && num(j, "result", "score", NULL) >= 0);
+        CHECK(tu_json_num(j, "result", "int8_dynamic", NULL) + tu_json_num(j, "result", "fp32", NULL) > 0);
+        CHECK(tu_json_num(j, "result", "tune", "mean") >= 0.9999999 && tu_json_num(j, "result", "score", NULL) >= 0);
         check_folder(out, j);
         cJSON_Delete(j);
     } else {
@@ -169,7 +133,7 @@ TEST(impossible_target_moves_units_or_fails_clearly) {
                "rc %d: %s", r.rc, r.err);
         CHECK(!exists(out) && !exists(rep));
     }
-    run_free(&r);
+    tu_run_free(&r);
 }
 
 TEST(bad_targets_and_combinations_are_refused) {
@@ -178,36 +142,36 @@ TEST(bad_targets_and_combinations_are_refused) {
     snprintf(out, sizeof out, "%s/cos_bad", tu_tmpdir());
     const char *bad[] = {"1.5", "1", "0", "-0.5", "nan", "abc", "0.99,1", "0.99,0", "0.99,", "0.99,0.9,0.8", ""};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        run_out r = run("quantize " MODEL " -o '%s' --calib '%s' --samples 64 --min-cosine '%s'", out, calib, bad[i]);
+        tu_run r = tu_bert8("quantize " MODEL " -o '%s' --calib '%s' --samples 64 --min-cosine '%s'", out, calib, bad[i]);
         CHECKF(r.rc == 1 && strstr(r.err, "--min-cosine must be MEAN or MEAN,P1"), "--min-cosine %s: rc %d: %s",
                bad[i], r.rc, r.err);
-        run_free(&r);
+        tu_run_free(&r);
     }
-    run_out r = run("quantize " MODEL " -o '%s' --calib '%s' --min-cosine 0.99 --max-drop 1 --eval-task stsb "
-                    "--eval-data '%s'",
-                    out, calib, tu_shared_path("data/glue/STS-B.dev.tsv"));
+    tu_run r = tu_bert8("quantize " MODEL " -o '%s' --calib '%s' --min-cosine 0.99 --max-drop 1 --eval-task stsb "
+                        "--eval-data '%s'",
+                        out, calib, tu_shared_path("data/glue/STS-B.dev.tsv"));
     CHECKF(r.rc == 1 && strstr(r.err, "mutually exclusive"), "%s", r.err);
-    run_free(&r);
-    r = run("quantize " MODEL " -o '%s' --calib '%s' --min-cosine 0.99 --eval-task stsb", out, calib);
+    tu_run_free(&r);
+    r = tu_bert8("quantize " MODEL " -o '%s' --calib '%s' --min-cosine 0.99 --eval-task stsb", out, calib);
     CHECKF(r.rc == 1 && strstr(r.err, "--eval-task makes no sense with --min-cosine"), "%s", r.err);
-    run_free(&r);
+    tu_run_free(&r);
     /* held-out text: none left after --samples, too few --eval-data lines, too low an --eval-limit */
-    r = run("quantize " MODEL " -o '%s' --calib '%s' --samples 100000 --min-cosine 0.99", out, calib);
+    r = tu_bert8("quantize " MODEL " -o '%s' --calib '%s' --samples 100000 --min-cosine 0.99", out, calib);
     CHECKF(r.rc == 1 && strstr(r.err, "--min-cosine needs held-out text: give --eval-data or fewer --samples"), "%s",
            r.err);
-    run_free(&r);
+    tu_run_free(&r);
     char data[512];
     snprintf(data, sizeof data, "%s/few.txt", tu_tmpdir());
     FILE *f = fopen(data, "w");
     CHECK(f != NULL);
     for (int i = 0; f && i < 10; i++) fprintf(f, "line %d\n", i);
     if (f) fclose(f);
-    r = run("quantize " MODEL " -o '%s' --calib '%s' --samples 64 --min-cosine 0.99 --eval-data '%s'", out, calib, data);
+    r = tu_bert8("quantize " MODEL " -o '%s' --calib '%s' --samples 64 --min-cosine 0.99 --eval-data '%s'", out, calib, data);
     CHECKF(r.rc == 1 && strstr(r.err, "--min-cosine needs held-out text"), "%s", r.err);
-    run_free(&r);
-    r = run("quantize " MODEL " -o '%s' --calib '%s' --samples 64 --min-cosine 0.99 --eval-limit 8", out, calib);
+    tu_run_free(&r);
+    r = tu_bert8("quantize " MODEL " -o '%s' --calib '%s' --samples 64 --min-cosine 0.99 --eval-limit 8", out, calib);
     CHECKF(r.rc == 1 && strstr(r.err, "--min-cosine needs held-out text"), "%s", r.err);
-    run_free(&r);
+    tu_run_free(&r);
     CHECK(!exists(out));
 }
 

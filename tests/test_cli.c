@@ -4,17 +4,13 @@
  * forward) with the selection rule recomputed here. */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include "golden.h"
 #include "metrics.h"
 #include "io/safetensors.h"
 #include "testutil.h"
-
-static const char *BIN = BERT8_CLI_PATH;
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
@@ -26,60 +22,8 @@ static const char *tmp_path(const char *name) {
     return b;
 }
 
-typedef struct run_out {
-    int rc;
-    char *out, *err;
-    cJSON *lines[512]; /* stdout parsed line by line (NULL where a line is not JSON) */
-    int n;
-} run_out;
-
-static void run_free(run_out *r) {
-    free(r->out);
-    free(r->err);
-    for (int i = 0; i < r->n; i++)
-        cJSON_Delete(r->lines[i]);
-    memset(r, 0, sizeof *r);
-}
-
-/* Runs `bert8 ARGS` with the given stdin bytes; parses stdout as JSON lines. */
-static run_out run_cli(const void *input, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static run_out run_cli(const void *input, size_t len, const char *fmt, ...) {
-    run_out r;
-    memset(&r, 0, sizeof r);
-    char args[4096], cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    char in[1024], out[1024], err[1024];
-    snprintf(in, sizeof in, "%s", tmp_path("stdin.txt"));
-    snprintf(out, sizeof out, "%s", tmp_path("stdout.txt"));
-    snprintf(err, sizeof err, "%s", tmp_path("stderr.txt"));
-    if (tu_write_file(in, input ? input : "", input ? len : 0)) {
-        r.rc = -1;
-        return r;
-    }
-    snprintf(cmd, sizeof cmd, "'%s' %s < '%s' > '%s' 2> '%s'", BIN, args, in, out, err);
-    int st = system(cmd);
-    r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    r.out = tu_read_file(out, NULL);
-    r.err = tu_read_file(err, NULL);
-    if (!r.out) r.out = strdup("");
-    if (!r.err) r.err = strdup("");
-    /* Under -DBERT8_SANITIZE a report also exits 1, which bad-input runs expect: look for it. */
-    CHECKF(!strstr(r.err, "Sanitizer") && !strstr(r.err, "runtime error"), "bert8 %s: %s", args, r.err);
-    for (char *p = r.out; p && *p && r.n < 512;) {
-        char *nl = strchr(p, '\n');
-        size_t n = nl ? (size_t)(nl - p) : strlen(p);
-        r.lines[r.n++] = cJSON_ParseWithLength(p, n);
-        p = nl ? nl + 1 : p + n;
-    }
-    return r;
-}
-
-static run_out run_str(const char *input, const char *fmt, const char *a1, const char *a2) {
-    return run_cli(input, strlen(input), fmt, a1, a2);
+static tu_run run_str(const char *input, const char *fmt, const char *a1, const char *a2) {
+    return tu_cli(input, strlen(input), fmt, a1, a2);
 }
 
 static const char *gpath(const char *model) {
@@ -257,7 +201,7 @@ static void check_tokenize_golden(const char *model, bool types) {
     golden_rows_load(&g, model);
     CHECK(g.root && g.n >= 4);
     if (!g.root) return;
-    run_out r = run_cli(g.input, strlen(g.input), "tokenize '%s'", gpath(model));
+    tu_run r = tu_cli(g.input, strlen(g.input), "tokenize '%s'", gpath(model));
     CHECKF(r.rc == 0 && r.n == g.n, "rc %d, %d lines for %d inputs: %s", r.rc, r.n, g.n, r.err);
     for (int i = 0; i < g.n && i < r.n; i++) {
         golden_case c;
@@ -286,7 +230,7 @@ static void check_tokenize_golden(const char *model, bool types) {
                model, i, g.text[i], bad);
         golden_case_free(&c);
     }
-    run_free(&r);
+    tu_run_free(&r);
     golden_rows_free(&g);
 }
 
@@ -299,7 +243,7 @@ TEST(tokenize_matches_golden_ids_xlmr) {
 
 TEST(tokenize_plain_lines_tab_pairs_and_offsets) {
     const char *in = "How old are you?\tI am 6 years old.\nCaf\xC3\xA9 na\xC3\xAFve\n";
-    run_out r = run_str(in, "tokenize '%s'", gpath("bert_e2e"), NULL);
+    tu_run r = run_str(in, "tokenize '%s'", gpath("bert_e2e"), NULL);
     CHECKF(r.rc == 0 && r.n == 2, "%s", r.err);
     if (r.n == 2) {
         /* golden single_1: the same pair */
@@ -318,16 +262,16 @@ TEST(tokenize_plain_lines_tab_pairs_and_offsets) {
         CHECK(cJSON_GetArrayItem(bo, 0)->valueint == 6 &&
               cJSON_GetArrayItem(bo, 1)->valueint == 12);
     }
-    run_free(&r);
+    tu_run_free(&r);
 }
 
 TEST(tokenize_max_length_truncates) {
-    run_out r = run_str("one two three four five six seven eight nine ten eleven twelve\n",
+    tu_run r = run_str("one two three four five six seven eight nine ten eleven twelve\n",
                         "tokenize '%s' --max-length 8", gpath("bert_e2e"), NULL);
     CHECK(r.rc == 0 && r.n == 1);
     if (r.n == 1)
         CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r.lines[0], "input_ids")) == 8);
-    run_free(&r);
+    tu_run_free(&r);
 }
 
 /* ---- classify --------------------------------------------------------------------------- */
@@ -337,7 +281,7 @@ TEST(classify_scores_match_softmax_of_golden_logits) {
     golden_rows_load(&g, "xlmr_e2e");
     CHECK(g.root != NULL);
     if (!g.root) return;
-    run_out r = run_cli(g.input, strlen(g.input), "classify '%s' --batch 2", gpath("xlmr_e2e"));
+    tu_run r = tu_cli(g.input, strlen(g.input), "classify '%s' --batch 2", gpath("xlmr_e2e"));
     CHECKF(r.rc == 0 && r.n == g.n, "rc %d: %s", r.rc, r.err);
     for (int i = 0; i < g.n && i < r.n; i++) {
         golden_case c;
@@ -367,7 +311,7 @@ TEST(classify_scores_match_softmax_of_golden_logits) {
         CHECK(fabs(jnum(r.lines[i], "score") - 1.0 / sum) < 1e-4);
         golden_case_free(&c);
     }
-    run_free(&r);
+    tu_run_free(&r);
     golden_rows_free(&g);
 }
 
@@ -375,7 +319,7 @@ TEST(classify_regression_head_prints_the_value) {
     const char *d = make_folder("reg", "bert_seqcls", true);
     static const char *lab[] = {"LABEL_0"};
     CHECK(d && !set_labels(d, lab, 1) && !shrink_classifier(d, 1));
-    run_out r = run_str("A man is dancing.\tA man dances.\n", "classify '%s' --logits", d, NULL);
+    tu_run r = run_str("A man is dancing.\tA man dances.\n", "classify '%s' --logits", d, NULL);
     CHECKF(r.rc == 0 && r.n == 1, "%s", r.err);
     if (r.n == 1) {
         CHECK(!cJSON_GetObjectItemCaseSensitive(r.lines[0], "label"));
@@ -383,7 +327,7 @@ TEST(classify_regression_head_prints_the_value) {
         CHECK(cJSON_GetArraySize(lg) == 1 &&
               jnum(r.lines[0], "score") == cJSON_GetArrayItem(lg, 0)->valuedouble);
     }
-    run_free(&r);
+    tu_run_free(&r);
 }
 
 /* ---- embed ------------------------------------------------------------------------------ */
@@ -412,7 +356,7 @@ static void check_embed(const char *dir, const char *flags, bool cls, bool norm)
         CHECK(0);
         return;
     }
-    run_out r = run_cli(g.input, strlen(g.input), "embed '%s' %s", dir, flags);
+    tu_run r = tu_cli(g.input, strlen(g.input), "embed '%s' %s", dir, flags);
     CHECKF(r.rc == 0 && r.n == g.n, "rc %d: %s", r.rc, r.err);
     for (int i = 0; i < g.n && i < r.n; i++) {
         golden_case c;
@@ -430,7 +374,7 @@ static void check_embed(const char *dir, const char *flags, bool cls, bool norm)
                i, worst);
         golden_case_free(&c);
     }
-    run_free(&r);
+    tu_run_free(&r);
     golden_rows_free(&g);
 }
 
@@ -461,6 +405,62 @@ TEST(embed_follows_sentence_transformers_pooling_config) {
     check_embed(d, "--pooling mean --no-normalize", false, false); /* flags override */
 }
 
+/* An empty text is a bad line naming its field, as TEI refuses an empty input ("`inputs` cannot be
+ * empty"; a pair only when both texts are empty) and the library does: not [CLS] [SEP]. */
+TEST(embed_refuses_an_empty_text_by_name) {
+    const char *in = "{\"text\": \"\"}\n{\"text\": \"hello\"}\n{\"text\": \"\", \"text_pair\": \"x\"}\n"
+                     "{\"text\": \"\", \"text_pair\": \"\"}\n";
+    tu_run r = tu_cli(in, strlen(in), "embed '%s' --threads 1", gpath("bert_e2e"));
+    CHECKF(r.rc == 1 && r.n == 4, "rc %d, %d lines: %s", r.rc, r.n, r.err);
+    if (r.n == 4) {
+        const char *e0 = jstr(r.lines[0], "error"), *e3 = jstr(r.lines[3], "error");
+        CHECKF(e0 && strstr(e0, "\"text\" is empty") && strstr(e0, "`inputs` cannot be empty"), "%s", r.out);
+        CHECK(jnum(r.lines[0], "line") == 1 && jnum(r.lines[3], "line") == 4);
+        CHECKF(e3 && strstr(e3, "and so is its pair"), "%s", r.out);
+        CHECK(cJSON_GetObjectItemCaseSensitive(r.lines[1], "embedding") &&
+              cJSON_GetObjectItemCaseSensitive(r.lines[2], "embedding"));
+    }
+    CHECK(strstr(r.err, "line 1: \"text\" is empty") != NULL);
+    tu_run_free(&r);
+}
+
+/* ---- quantize: calibration text ----------------------------------------------------------- */
+
+/* The calibration rows `bert8 quantize --calib FILE` reads (the count its closing line gives). */
+static long calib_rows(const char *name, const char *content, const char *extra) {
+    char path[1100], out[1200];
+    snprintf(path, sizeof path, "%s", tmp_path(name));
+    snprintf(out, sizeof out, "%s.int8", path);
+    if (tu_write_file(path, content, strlen(content))) return -1;
+    tu_run r = tu_bert8("quantize '%s' -o '%s' --calib '%s' --threads 1 %s", gpath("bert_e2e"), out, path, extra);
+    const char *w = strstr(r.err, "attention, ");
+    long n = r.rc == 0 && w ? strtol(w + strlen("attention, "), NULL, 10) : -1;
+    CHECKF(n >= 0, "%s: rc %d: %s", name, r.rc, r.err);
+    tu_run_free(&r);
+    return n;
+}
+
+/* A .tsv without --column: the first line is a header only when it names a text column
+ * (sentence, text, sentence1, question, premise), otherwise the first calibration sentence. */
+TEST(quantize_reads_a_tsv_header_only_when_it_names_a_text_column) {
+    char rows[2048] = "";
+    for (int i = 0; i < 20; i++) strcat(rows, i % 2 ? "a dull film\t0\n" : "the movie was great\t1\n");
+    char with[2200];
+    CHECK(calib_rows("plain.tsv", rows, "") == 20); /* no header: every line calibrates */
+    snprintf(with, sizeof with, "sentence\tlabel\n%s", rows);
+    CHECK(calib_rows("sst2.tsv", with, "") == 20);
+    snprintf(with, sizeof with, "label\ttext\n%s", rows);
+    CHECK(calib_rows("text.tsv", with, "") == 20);
+    snprintf(with, sizeof with, "a first sentence\t1\n%s", rows);
+    CHECK(calib_rows("first.tsv", with, "") == 21);
+    snprintf(with, sizeof with, "s\tl\n%s", rows); /* --column: the first line names the columns */
+    CHECK(calib_rows("named.tsv", with, "--column s") == 20);
+    tu_run r = tu_bert8("quantize '%s' -o '%s' --calib '%s' --column nope", gpath("bert_e2e"),
+                        tmp_path("x.int8"), tmp_path("named.tsv"));
+    CHECKF(r.rc == 1 && strstr(r.err, "header has no column \"nope\""), "%s", r.err);
+    tu_run_free(&r);
+}
+
 /* ---- qa --------------------------------------------------------------------------------- */
 
 /* The best span recomputed from `tokenize` + `forward` outputs: context tokens only, start <=
@@ -469,12 +469,12 @@ static void qa_reference(const char *dir, const char *question, const char *cont
                          int64_t *b1, double *score) {
     char *line = NULL;
     add_line(&line, "text", question, "text_pair", context);
-    run_out t = run_cli(line, strlen(line), "tokenize '%s'", dir);
+    tu_run t = tu_cli(line, strlen(line), "tokenize '%s'", dir);
     free(line);
     *b0 = *b1 = -1;
     *score = -1;
     if (t.n != 1 || !t.lines[0]) {
-        run_free(&t);
+        tu_run_free(&t);
         return;
     }
     const cJSON *ids = cJSON_GetObjectItemCaseSensitive(t.lines[0], "input_ids");
@@ -488,7 +488,7 @@ static void qa_reference(const char *dir, const char *question, const char *cont
     tu_write_file(tmp_path("fwd.json"), js, strlen(js));
     free(js);
     cJSON_Delete(req);
-    run_out f = run_cli("", 0, "forward '%s' --input '%s'", dir, tmp_path("fwd.json"));
+    tu_run f = tu_cli("", 0, "forward '%s' --input '%s'", dir, tmp_path("fwd.json"));
     if (f.n == 1 && f.lines[0]) {
         const cJSON *sl =
             cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(f.lines[0], "start_logits"), 0);
@@ -520,8 +520,8 @@ static void qa_reference(const char *dir, const char *question, const char *cont
                 }
             }
     }
-    run_free(&f);
-    run_free(&t);
+    tu_run_free(&f);
+    tu_run_free(&t);
 }
 
 TEST(qa_picks_the_best_span_of_the_context) {
@@ -534,7 +534,7 @@ TEST(qa_picks_the_best_span_of_the_context) {
     char *in = NULL;
     for (int i = 0; i < 3; i++)
         add_line(&in, "question", qs[i], "context", cs[i]);
-    run_out r = run_cli(in, strlen(in), "qa '%s' --batch 2", d);
+    tu_run r = tu_cli(in, strlen(in), "qa '%s' --batch 2", d);
     free(in);
     CHECKF(r.rc == 0 && r.n == 3, "rc %d: %s", r.rc, r.err);
     for (int i = 0; i < 3 && i < r.n; i++) {
@@ -556,7 +556,7 @@ TEST(qa_picks_the_best_span_of_the_context) {
             chars += (cs[i][k] & 0xC0) != 0x80;
         CHECK(jnum(r.lines[i], "start") == chars);
     }
-    run_free(&r);
+    tu_run_free(&r);
 }
 
 TEST(qa_long_contexts_and_long_questions_use_windows) {
@@ -573,7 +573,7 @@ TEST(qa_long_contexts_and_long_questions_use_windows) {
     add_line(&in, "question", q, "context", ctx);  /* 100 tokens: the stride must shrink */
     add_line(&in, "question", q2, "context", ctx); /* 130 tokens: no room at all */
     add_line(&in, "question", "where?", "context", "");
-    run_out r = run_cli(in, strlen(in), "qa '%s'", d); /* the model takes 128 positions */
+    tu_run r = tu_cli(in, strlen(in), "qa '%s'", d); /* the model takes 128 positions */
     free(in);
     CHECKF(r.rc == 1 && r.n == 4, "rc %d, %d lines: %s", r.rc, r.n, r.err);
     for (int i = 0; i < 2 && i < r.n; i++) {
@@ -589,7 +589,7 @@ TEST(qa_long_contexts_and_long_questions_use_windows) {
         CHECK(cJSON_IsNull(
             cJSON_GetObjectItemCaseSensitive(r.lines[3], "answer"))); /* empty context */
     }
-    run_free(&r);
+    tu_run_free(&r);
 }
 
 /* ---- ner -------------------------------------------------------------------------------- */
@@ -599,8 +599,8 @@ TEST(ner_labels_each_word_by_its_first_subtoken) {
     const char *text = "Hello world! Pneumonoultramicroscopic Caf\xC3\xA9 in T\xC5\x8Dky\xC5\x8D.";
     char *in = NULL;
     add_line(&in, "text", text, NULL, NULL);
-    run_out r = run_cli(in, strlen(in), "ner '%s'", d);
-    run_out t = run_cli(in, strlen(in), "tokenize '%s'", d);
+    tu_run r = tu_cli(in, strlen(in), "ner '%s'", d);
+    tu_run t = tu_cli(in, strlen(in), "tokenize '%s'", d);
     free(in);
     CHECKF(r.rc == 0 && r.n == 1 && t.n == 1, "%s", r.err);
     if (r.n == 1 && t.n == 1) {
@@ -612,7 +612,7 @@ TEST(ner_labels_each_word_by_its_first_subtoken) {
         tu_write_file(tmp_path("fwd.json"), js, strlen(js));
         free(js);
         cJSON_Delete(req);
-        run_out f = run_cli("", 0, "forward '%s' --input '%s'", d, tmp_path("fwd.json"));
+        tu_run f = tu_cli("", 0, "forward '%s' --input '%s'", d, tmp_path("fwd.json"));
         const cJSON *lg =
             f.n == 1 ? cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(f.lines[0], "logits"), 0)
                      : NULL;
@@ -646,10 +646,10 @@ TEST(ner_labels_each_word_by_its_first_subtoken) {
         CHECK(jstr(w3, "word") && !strcmp(jstr(w3, "word"), "Pneumonoultramicroscopic"));
         const cJSON *w4 = cJSON_GetArrayItem(words, 4);
         CHECK(jnum(w4, "start") == 38 && jnum(w4, "end") == 42 && jnum(w4, "end_byte") == 43);
-        run_free(&f);
+        tu_run_free(&f);
     }
-    run_free(&r);
-    run_free(&t);
+    tu_run_free(&r);
+    tu_run_free(&t);
 }
 
 TEST(ner_merges_bio_labels_into_entities) {
@@ -660,7 +660,7 @@ TEST(ner_merges_bio_labels_into_entities) {
         "Alice and Bob went to the small town of Springfield near the river Thames today";
     char *in = NULL;
     add_line(&in, "text", text, NULL, NULL);
-    run_out r = run_cli(in, strlen(in), "ner '%s'", d);
+    tu_run r = tu_cli(in, strlen(in), "ner '%s'", d);
     free(in);
     CHECKF(r.rc == 0 && r.n == 1, "%s", r.err);
     if (r.n == 1) {
@@ -694,7 +694,7 @@ TEST(ner_merges_bio_labels_into_entities) {
         CHECKF(ne == cJSON_GetArraySize(ents) && ne > 0, "%d entities expected, %d printed", ne,
                cJSON_GetArraySize(ents));
     }
-    run_free(&r);
+    tu_run_free(&r);
 }
 
 TEST(ner_long_text_labels_every_word_across_windows) {
@@ -705,7 +705,7 @@ TEST(ner_long_text_labels_every_word_across_windows) {
         strcat(text, i % 3 ? "river " : "Springfield ");
     char *in = NULL;
     add_line(&in, "text", text, NULL, NULL);
-    run_out r = run_cli(in, strlen(in), "ner '%s' --max-length 64 --stride 16", d);
+    tu_run r = tu_cli(in, strlen(in), "ner '%s' --max-length 64 --stride 16", d);
     free(in);
     CHECKF(r.rc == 0 && r.n == 1, "%s", r.err);
     if (r.n == 1) {
@@ -722,7 +722,7 @@ TEST(ner_long_text_labels_every_word_across_windows) {
         }
         CHECK(bad == 0);
     }
-    run_free(&r);
+    tu_run_free(&r);
 }
 
 /* ---- bad input -------------------------------------------------------------------------- */
@@ -745,7 +745,7 @@ TEST(bad_lines_give_errors_naming_the_line_and_the_rest_runs) {
         "{\"text\": \"x\", \"id\": {\"k\": [1]}}\n" /* 11 ok */
         "{\"text\": \"a\\u0000b\"}\n"               /* 12 escaped NUL */
         "{\"text\": \"a\\\\u0000b\"}";              /* 13 ok: a backslash, no final newline */
-    run_out r = run_cli(in, sizeof in - 1, "classify '%s' --max-line-bytes 100 --batch 4",
+    tu_run r = tu_cli(in, sizeof in - 1, "classify '%s' --max-line-bytes 100 --batch 4",
                         gpath("xlmr_e2e"));
     CHECKF(r.rc == 1 && r.n == 12, "rc %d, %d lines: %s", r.rc, r.n, r.out);
     static const int line_of[] = {1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13};
@@ -773,7 +773,7 @@ TEST(bad_lines_give_errors_naming_the_line_and_the_rest_runs) {
         CHECK(cJSON_IsObject(id) &&
               cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(id, "k")) == 1);
     }
-    run_free(&r);
+    tu_run_free(&r);
 }
 
 TEST(binary_input_never_crashes) {
@@ -785,73 +785,73 @@ TEST(binary_input_never_crashes) {
     }
     static const char *cmds[] = {"tokenize", "classify", "embed"};
     for (int c = 0; c < 3; c++) {
-        run_out r = run_cli(junk, sizeof junk, "%s '%s' --batch 7", cmds[c],
+        tu_run r = tu_cli(junk, sizeof junk, "%s '%s' --batch 7", cmds[c],
                             gpath(c == 1 ? "xlmr_e2e" : "bert_e2e"));
         CHECKF(r.rc == 0 || r.rc == 1, "%s exited with %d: %.300s", cmds[c], r.rc, r.err);
         int bad = 0;
         for (int i = 0; i < r.n; i++)
             bad += r.lines[i] == NULL;
         CHECKF(bad == 0 && r.n > 0, "%s: %d of %d output lines are not JSON", cmds[c], bad, r.n);
-        run_free(&r);
+        tu_run_free(&r);
     }
     static char huge[3 << 20]; /* one 3 MiB line of words, within the default limit */
     for (size_t i = 0; i + 1 < sizeof huge; i++)
         huge[i] = i % 6 == 5 ? ' ' : 'a' + (char)(i % 26);
     huge[sizeof huge - 1] = '\n';
-    run_out r = run_cli(huge, sizeof huge, "classify '%s'", gpath("xlmr_e2e"));
+    tu_run r = tu_cli(huge, sizeof huge, "classify '%s'", gpath("xlmr_e2e"));
     CHECKF(r.rc == 0 && r.n == 1 && jstr(r.lines[0], "label"), "rc %d: %.300s", r.rc, r.err);
-    run_free(&r);
+    tu_run_free(&r);
 }
 
 TEST(strict_stops_after_the_first_bad_line) {
-    run_out r = run_str("fine\n{bad\nnever read\n", "tokenize '%s' --strict --batch 1",
+    tu_run r = run_str("fine\n{bad\nnever read\n", "tokenize '%s' --strict --batch 1",
                         gpath("bert_e2e"), NULL);
     CHECK(r.rc == 1 && r.n == 2);
-    run_free(&r);
+    tu_run_free(&r);
 }
 
 TEST(wrong_model_kind_or_arguments_fail_clearly) {
-    run_out r = run_str("x\n", "classify '%s'", gpath("bert_e2e"), NULL);
+    tu_run r = run_str("x\n", "classify '%s'", gpath("bert_e2e"), NULL);
     CHECK(r.rc == 1 && strstr(r.err, "not a sequence classification model"));
-    run_free(&r);
+    tu_run_free(&r);
     r = run_str("x\ty\n", "qa '%s'", gpath("xlmr_e2e"), NULL);
     CHECK(r.rc == 1 && strstr(r.err, "not a question answering model"));
-    run_free(&r);
+    tu_run_free(&r);
     r = run_str("x\n", "embed '%s' --pooling median", gpath("bert_e2e"), NULL);
     CHECK(r.rc == 1 && strstr(r.err, "--pooling"));
-    run_free(&r);
+    tu_run_free(&r);
     r = run_str("x\n", "classify '%s' --max-length 4096", gpath("xlmr_e2e"), NULL);
     CHECK(r.rc == 1 && strstr(r.err, "limit"));
-    run_free(&r);
+    tu_run_free(&r);
     r = run_str("x\n", "ner '%s'", gpath("bert_tokcls"), NULL); /* no tokenizer files */
     CHECK(r.rc == 1 && strstr(r.err, "tokenizer"));
-    run_free(&r);
+    tu_run_free(&r);
     r = run_str("x\n", "tokenize %s --bogus", tu_tmpdir(), NULL);
     CHECK(r.rc == 1 && r.n == 0);
-    run_free(&r);
+    tu_run_free(&r);
 }
 
 /* ---- eval ------------------------------------------------------------------------------- */
 
 /* label_id of `classify` for each input, or the regression score. */
 static int classify_ids(const char *dir, const char *input, int *ids, double *score, int max) {
-    run_out r = run_cli(input, strlen(input), "classify '%s' --max-length 128", dir);
+    tu_run r = tu_cli(input, strlen(input), "classify '%s' --max-length 128", dir);
     int n = 0;
     for (; n < r.n && n < max; n++) {
         ids[n] = (int)jnum(r.lines[n], "label_id");
         score[n] = jnum(r.lines[n], "score");
     }
-    run_free(&r);
+    tu_run_free(&r);
     return n;
 }
 
 static cJSON *eval_json(const char *args_fmt, const char *a1, const char *a2, const char *a3) {
     char args[4096];
     snprintf(args, sizeof args, args_fmt, a1, a2, a3);
-    run_out r = run_cli("", 0, "eval %s --json --quiet", args);
+    tu_run r = tu_cli("", 0, "eval %s --json --quiet", args);
     CHECKF(r.rc == 0 && r.n == 1, "eval %s: rc %d: %s", args, r.rc, r.err);
     cJSON *o = r.n == 1 ? cJSON_Duplicate(r.lines[0], 1) : NULL;
-    run_free(&r);
+    tu_run_free(&r);
     return o;
 }
 
@@ -898,9 +898,9 @@ TEST(eval_sst2_on_a_tiny_file_matches_classify) {
     CHECK(o && jnum(o, "n") == 3 && fabs(jnum(o, "accuracy") - right25 / 3.0) < 1e-12);
     cJSON_Delete(o);
     /* the text form */
-    run_out r = run_cli("", 0, "eval '%s' --task sst2 --data '%s'", d, tmp_path("sst2.tsv"));
+    tu_run r = tu_cli("", 0, "eval '%s' --task sst2 --data '%s'", d, tmp_path("sst2.tsv"));
     CHECK(r.rc == 0 && strstr(r.out, "accuracy="));
-    run_free(&r);
+    tu_run_free(&r);
     /* named labels map by name even in the other order */
     static const char *lab[] = {"POSITIVE", "NEGATIVE"};
     CHECK(!set_labels(d, lab, 2));
@@ -1016,11 +1016,11 @@ TEST(eval_squad_scores_held_out_articles) {
     char *in = NULL;
     for (int i = 0; i < 3; i++)
         add_line(&in, "question", q[i], "context", ctx[qc[i]]);
-    run_out r = run_cli(in, strlen(in), "qa '%s'", d);
+    tu_run r = tu_cli(in, strlen(in), "qa '%s'", d);
     free(in);
     CHECK(r.rc == 0 && r.n == 3);
     if (r.n != 3) {
-        run_free(&r);
+        tu_run_free(&r);
         return;
     }
     cJSON *root = cJSON_CreateObject(), *data = cJSON_AddArrayToObject(root, "data");
@@ -1054,7 +1054,7 @@ TEST(eval_squad_scores_held_out_articles) {
     tu_write_file(tmp_path("squad.json"), js, strlen(js));
     free(js);
     cJSON_Delete(root);
-    run_free(&r);
+    tu_run_free(&r);
     const char *split =
         "{\"eval_articles\": [\"Super_Bowl_50\"], \"max_length\": 128, \"max_answer_length\": 30}";
     tu_write_file(tmp_path("squad_split.json"), split, strlen(split));
@@ -1073,20 +1073,20 @@ TEST(eval_bad_data_names_the_file_and_line) {
     const char *d = make_folder("sst2b", "distilbert_seqcls", true);
     const char *tsv = "sentence\tlabel\ngood .\t1\nbad .\tmaybe\n";
     tu_write_file(tmp_path("bad.tsv"), tsv, strlen(tsv));
-    run_out r = run_cli("", 0, "eval '%s' --task sst2 --data '%s'", d, tmp_path("bad.tsv"));
+    tu_run r = tu_cli("", 0, "eval '%s' --task sst2 --data '%s'", d, tmp_path("bad.tsv"));
     CHECK(r.rc == 1 && strstr(r.err, "bad.tsv:3") && strstr(r.err, "maybe"));
-    run_free(&r);
+    tu_run_free(&r);
     tsv = "sentence\tlabel\ngood .\t1\textra\n";
     tu_write_file(tmp_path("bad2.tsv"), tsv, strlen(tsv));
-    r = run_cli("", 0, "eval '%s' --task sst2 --data '%s'", d, tmp_path("bad2.tsv"));
+    r = tu_cli("", 0, "eval '%s' --task sst2 --data '%s'", d, tmp_path("bad2.tsv"));
     CHECK(r.rc == 1 && strstr(r.err, "bad2.tsv:2"));
-    run_free(&r);
-    r = run_cli("", 0, "eval '%s' --task mrpc --data '%s'", d, tmp_path("bad.tsv"));
+    tu_run_free(&r);
+    r = tu_cli("", 0, "eval '%s' --task mrpc --data '%s'", d, tmp_path("bad.tsv"));
     CHECK(r.rc == 1 && strstr(r.err, "#1 String"));
-    run_free(&r);
-    r = run_cli("", 0, "eval '%s' --task squad --data '%s'", d, tmp_path("bad.tsv"));
+    tu_run_free(&r);
+    r = tu_cli("", 0, "eval '%s' --task squad --data '%s'", d, tmp_path("bad.tsv"));
     CHECK(r.rc == 1 && strstr(r.err, "not a question answering model"));
-    run_free(&r);
+    tu_run_free(&r);
 }
 
 int main(void) {
@@ -1098,6 +1098,8 @@ int main(void) {
     RUN(classify_regression_head_prints_the_value);
     RUN(embed_mean_and_cls_match_pooled_golden_hidden_states);
     RUN(embed_follows_sentence_transformers_pooling_config);
+    RUN(embed_refuses_an_empty_text_by_name);
+    RUN(quantize_reads_a_tsv_header_only_when_it_names_a_text_column);
     RUN(qa_picks_the_best_span_of_the_context);
     RUN(qa_long_contexts_and_long_questions_use_windows);
     RUN(ner_labels_each_word_by_its_first_subtoken);

@@ -542,6 +542,35 @@ TEST(rerank_sorts_by_score_and_embed_tokens_returns_every_token) {
 }
 
 /* The pre-tokenized entry points give what the text calls give, and refuse bad ids by name. */
+/* TEI refuses an empty input (its tokenization's is_empty: a text with no bytes; a pair only when
+ * both are empty) with "`inputs` cannot be empty"; the embedding and reranking calls say the same
+ * and name the input, instead of embedding [CLS] [SEP]. */
+TEST(an_empty_text_is_refused_by_name_as_tei_refuses_it) {
+    bert8_pipeline *p = open_p("models/stsb-bert-mini", NULL);
+    CHECK(p != NULL);
+    if (!p) return;
+    char err[256];
+    const int64_t D = bert8_pipeline_get_info(p)->dim;
+    float *out = calloc((size_t)(3 * D), sizeof *out), s[2];
+    bert8_text a[3] = {txt("a man plays"), txt(""), txt("x")}, b[3] = {txt(""), txt(""), txt("")};
+    CHECK(bert8_embed(p, 3, a, NULL, NULL, NULL, out, err, sizeof err) == BERT8_ERR_INVALID_ARG &&
+          strstr(err, "text 1 is empty") && strstr(err, "`inputs` cannot be empty"));
+    CHECK(bert8_embed(p, 3, a, b, NULL, NULL, out, err, sizeof err) == BERT8_ERR_INVALID_ARG &&
+          strstr(err, "text 1 is empty, and so is its pair"));
+    b[1] = txt("a pair"); /* one text of the pair holds something: embedded, as TEI does */
+    CHECK(bert8_embed(p, 3, a, b, NULL, NULL, out, err, sizeof err) == BERT8_OK);
+    bert8_token_embeddings te = {0};
+    CHECK(bert8_embed_tokens(p, 3, a, NULL, &te, err, sizeof err) == BERT8_ERR_INVALID_ARG && strstr(err, "text 1"));
+    bert8_token_embeddings_free(&te);
+    bert8_text d[2] = {txt("a man plays"), txt("")};
+    CHECK(bert8_rerank(p, txt(""), 2, d, NULL, 0, s, NULL, err, sizeof err) == BERT8_ERR_INVALID_ARG &&
+          strstr(err, "the query and text 1 are empty"));
+    CHECK(bert8_rerank(p, txt("q"), 2, d, NULL, 0, s, NULL, err, sizeof err) == BERT8_OK);
+    CHECK(bert8_rerank(p, txt(""), 1, d, NULL, 0, s, NULL, err, sizeof err) == BERT8_OK);
+    free(out);
+    bert8_pipeline_free(p);
+}
+
 TEST(pre_tokenized_inputs_equal_the_text_calls) {
     bert8_pipeline *p = open_p("models/sst2-bert-mini", NULL);
     CHECK(p != NULL);
@@ -619,6 +648,7 @@ int main(void) {
     RUN(threads_sharing_one_pipeline_get_the_single_threaded_results);
     RUN(bad_calls_fail_with_a_status_and_a_message_naming_the_input);
     RUN(rerank_sorts_by_score_and_embed_tokens_returns_every_token);
+    RUN(an_empty_text_is_refused_by_name_as_tei_refuses_it);
     RUN(pre_tokenized_inputs_equal_the_text_calls);
     table_free(&g_sst);
     return tu_finish();

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bert8.h"
 #include "testutil.h"
 #include "tokenizer/tokenizer.h"
 
@@ -636,6 +637,84 @@ TEST(config_files_set_flags_and_special_tokens) {
     b8_tokenizer_free(t);
 }
 
+/* ---- decode ------------------------------------------------------------------------------- */
+
+/* A copy of a golden folder's tokenizer files whose tokenizer_config.json has
+ * clean_up_tokenization_spaces set to flag (-1: the key removed). */
+static const char *cleanup_folder(const char *golden, const char *const *files, int flag) {
+    static char dir[4][600];
+    static int k;
+    char *d = dir[k++ % 4], path[900], cmd[1400];
+    snprintf(d, sizeof dir[0], "%s/cleanup_%s_%d", tu_tmpdir(), golden, flag);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", d);
+    if (system(cmd) != 0) return NULL;
+    for (int i = 0; files[i]; i++) {
+        snprintf(path, sizeof path, "golden/models/%s/%s", golden, files[i]);
+        size_t n;
+        char *data = tu_read_file(tu_shared_path(path), &n);
+        if (!data) return NULL;
+        if (!strcmp(files[i], "tokenizer_config.json")) {
+            cJSON *cfg = cJSON_Parse(data);
+            free(data);
+            cJSON_DeleteItemFromObject(cfg, "clean_up_tokenization_spaces");
+            if (flag >= 0) cJSON_AddBoolToObject(cfg, "clean_up_tokenization_spaces", flag);
+            data = cJSON_Print(cfg);
+            cJSON_Delete(cfg);
+            n = data ? strlen(data) : 0;
+        }
+        snprintf(path, sizeof path, "%s/%s", d, files[i]);
+        int bad = !data || tu_write_file(path, data, n);
+        free(data);
+        if (bad) return NULL;
+    }
+    return d;
+}
+
+/* text encoded, then decoded without the special tokens */
+static char *round_trip(const char *dir, const char *text) {
+    bert8_tokenizer *t = NULL;
+    bert8_encoding enc = {0};
+    char err[512], *out = NULL;
+    bert8_encode_params p = bert8_default_encode_params();
+    if (dir && !bert8_tokenizer_load(dir, &t, err, sizeof err) &&
+        !bert8_encode(t, 1, &text, NULL, &p, &enc, err, sizeof err) &&
+        bert8_decode(t, enc.input_ids, enc.lengths[0], 1, &out, err, sizeof err))
+        out = NULL;
+    bert8_encoding_free(&enc);
+    bert8_tokenizer_free(t);
+    return out;
+}
+
+/* What transformers 5.25 (tokenizers 0.23) decodes from the same folders: the WordPiece decoder's
+ * own cleanup (a space before , . ! ? dropped per token) always; then clean_up_tokenization
+ * (contractions, " ' ") only when tokenizer_config.json says clean_up_tokenization_spaces true;
+ * absent, it is false (transformers' default since 4.45). SentencePiece: no cleanup of its own. */
+TEST(decode_honours_clean_up_tokenization_spaces_as_transformers) {
+    static const char *const bert_files[] = {"vocab.txt", "special_tokens_map.json", "tokenizer_config.json", NULL};
+    static const char *const xlmr_files[] = {"sentencepiece.bpe.model", "special_tokens_map.json",
+                                             "tokenizer_config.json", NULL};
+    const char *text = "Hello , world ! Isn 't it a do not test ? Yes . I 'm fine , you 're ' ok ' .";
+    static const struct {
+        const char *golden;
+        int flag;
+        const char *want;
+    } cases[] = {
+        {"bert_e2e", 1, "hello, world! isn't it a do not test? yes. i'm fine, you're'ok '."},
+        {"bert_e2e", 0, "hello, world! isn ' t it a do not test? yes. i ' m fine, you ' re ' ok '."},
+        {"bert_e2e", -1, "hello, world! isn ' t it a do not test? yes. i ' m fine, you ' re ' ok '."},
+        {"xlmr_e2e", 1, "Hello, world! Isn 't it a do not test? es. I'm fine, you're'ok '."},
+        {"xlmr_e2e", 0, "Hello , world ! Isn 't it a do not test ? es . I 'm fine , you 're ' ok ' ."},
+        {"xlmr_e2e", -1, "Hello , world ! Isn 't it a do not test ? es . I 'm fine , you 're ' ok ' ."},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const bool bert = !strcmp(cases[i].golden, "bert_e2e");
+        char *got = round_trip(cleanup_folder(cases[i].golden, bert ? bert_files : xlmr_files, cases[i].flag), text);
+        CHECKF(got && !strcmp(got, cases[i].want), "%s, clean_up_tokenization_spaces %d: got \"%s\", want \"%s\"",
+               cases[i].golden, cases[i].flag, got ? got : "(error)", cases[i].want);
+        free(got);
+    }
+}
+
 TEST(uncased_added_tokens_match_any_case) {
     /* transformers lower-cases the text (all but special tokens) before it looks for added
      * tokens, so an uncased tokenizer's added "covid" also takes "COVID" */
@@ -739,6 +818,7 @@ int main(void) {
     RUN(load_errors_are_values);
     RUN(config_files_set_flags_and_special_tokens);
     RUN(uncased_added_tokens_match_any_case);
+    RUN(decode_honours_clean_up_tokenization_spaces_as_transformers);
     RUN(one_tokenizer_shared_by_threads);
     b8_encoding_free(&enc);
     b8_tok_pieces_free(&tp);

@@ -3,7 +3,9 @@
 #include "testutil.h"
 #include "base/common.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 int tu_failed_checks, tu_passed, tu_failed, tu_skipped;
@@ -55,3 +57,52 @@ int tu_write_file(const char *path, const void *data, size_t n) {
 }
 
 char *tu_read_file(const char *path, size_t *len) { return b8_read_file(path, len, NULL); }
+
+tu_run tu_cli(const void *input, size_t n, const char *fmt, ...) {
+    tu_run r;
+    memset(&r, 0, sizeof r);
+    char args[4096], cmd[8192], in[1024], out[1024], err[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(in, sizeof in, "%s/stdin.txt", tu_tmpdir());
+    snprintf(out, sizeof out, "%s/stdout.txt", tu_tmpdir());
+    snprintf(err, sizeof err, "%s/stderr.txt", tu_tmpdir());
+    if (input && tu_write_file(in, input, n)) {
+        r.rc = -1;
+        r.out = strdup("");
+        r.err = strdup("cannot write the input file");
+        return r;
+    }
+    snprintf(cmd, sizeof cmd, "'%s' %s < '%s' > '%s' 2> '%s'", BERT8_CLI_PATH, args, input ? in : "/dev/null", out,
+             err);
+    int st = system(cmd);
+    r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    r.out = tu_read_file(out, NULL);
+    r.err = tu_read_file(err, NULL);
+    if (!r.out) r.out = strdup("");
+    if (!r.err) r.err = strdup("");
+    CHECKF(!strstr(r.err, "Sanitizer") && !strstr(r.err, "runtime error"), "bert8 %s: %s", args, r.err);
+    for (char *p = r.out; p && *p && r.n < 512;) {
+        char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        r.lines[r.n++] = cJSON_ParseWithLength(p, len);
+        p = nl ? nl + 1 : p + len;
+    }
+    return r;
+}
+
+void tu_run_free(tu_run *r) {
+    free(r->out);
+    free(r->err);
+    for (int i = 0; i < r->n; i++) cJSON_Delete(r->lines[i]);
+    memset(r, 0, sizeof *r);
+}
+
+double tu_json_num(const cJSON *o, const char *a, const char *b, const char *c) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, a);
+    if (b) x = cJSON_GetObjectItemCaseSensitive(x, b);
+    if (c) x = cJSON_GetObjectItemCaseSensitive(x, c);
+    return cJSON_IsNumber(x) ? x->valuedouble : NAN;
+}

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <math.h>
 
+#include <cjson/cJSON.h>
+
 extern int tu_failed_checks; /* checks failed inside the current test */
 extern int tu_passed, tu_failed, tu_skipped;
 extern const char *tu_skip_reason; /* set by TU_SKIP inside the current test */
@@ -68,5 +70,26 @@ const char *tu_tmpdir(void);
 char *tu_read_file(const char *path, size_t *len);
 /* Writes n bytes to path; returns 0 on success. */
 int tu_write_file(const char *path, const void *data, size_t n);
+
+/* ---- the bert8 CLI, for the tests that run it ------------------------------------------- */
+
+/* One run of the built `bert8` (BERT8_CLI_PATH): its exit status, stdout and stderr (never NULL)
+ * and stdout parsed line by line as JSON (lines[i] NULL where a line is not JSON). */
+typedef struct tu_run {
+    int rc;
+    char *out, *err;
+    cJSON *lines[512];
+    int n;
+} tu_run;
+
+/* Runs `bert8 ARGS` (ARGS from fmt, quoted by the caller as a shell would need) with the n bytes
+ * of input on stdin (input NULL: /dev/null), in the repository root. Fails the current test when
+ * stderr holds a sanitizer report (under ASan a report also exits 1, which bad-input runs expect). */
+tu_run tu_cli(const void *input, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* tu_cli with nothing on stdin. */
+#define tu_bert8(...) tu_cli(NULL, 0, __VA_ARGS__)
+void tu_run_free(tu_run *r);
+/* The number at o.a(.b(.c)) of a JSON object (b, c NULL: fewer levels), or NAN. */
+double tu_json_num(const cJSON *o, const char *a, const char *b, const char *c);
 
 #endif

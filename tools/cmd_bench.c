@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "calib_text.h"
+#include "quant_opts.h"
 #include "cli.h"
 #include "plot.h"
 

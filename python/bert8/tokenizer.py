@@ -286,7 +286,8 @@ class Tokenizer:
         return [self._t.id_to_token(int(i)) for i in ids]
 
     def decode(self, token_ids: Any, skip_special_tokens: bool = False) -> str:
-        """Text of token ids as transformers' ``tokenizer.decode``."""
+        """Text of token ids as transformers' ``tokenizer.decode``, with the folder's
+        ``clean_up_tokenization_spaces`` (tokenizer_config.json; absent: False)."""
         arr = np.asarray(token_ids).reshape(-1)
         if arr.size == 0:
             arr = arr.astype(np.int32)  # np.asarray([]) is float64

@@ -86,6 +86,22 @@ def test_rerank_orders_by_score():
     np.testing.assert_allclose(scores, pair[:, -1], atol=1e-6)
 
 
+def test_an_empty_text_is_refused_by_name():
+    """TEI refuses an empty input ("`inputs` cannot be empty"; a pair only when both texts are
+    empty); the embedding and reranking calls raise the library's error naming it."""
+    p = bert8.Pipeline(require(SST2))
+    with pytest.raises(bert8.Error, match="text 1 is empty") as e:
+        p.embed(["a film", ""])
+    assert e.value.status == bert8.Status.INVALID_ARG
+    with pytest.raises(bert8.Error, match="text 0 is empty"):
+        bert8.SentenceEncoder(SST2).encode([""])
+    assert p.embed(["", "a film"], text_pair=["a pair", ""]).shape[0] == 2
+    r = bert8.Pipeline(require(MODELS / "mrpc-distilbert-mini"))
+    with pytest.raises(bert8.Error, match="the query and text 0 are empty"):
+        r.rerank("", ["", "b"])
+    assert len(r.rerank("", ["b"])) == 1
+
+
 def test_qa_answers_with_character_offsets():
     p = bert8.Pipeline(require(MODELS / "squad-bert-mini"))
     ctx = "Der Käse: The Broncos won the game in 2016 at Levi's Stadium in Santa Clara."

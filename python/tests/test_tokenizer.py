@@ -161,3 +161,31 @@ def test_pip_tokenizers_offsets_on_large_vocabularies(tmp_path, transformers):
         assert len(agree) >= 0.9 * len(texts), name
         for i in agree:
             assert a["offset_mapping"][i] == b["offset_mapping"][i], (name, texts[i])
+
+
+@pytest.mark.parametrize("flag", [True, False, None], ids=["true", "false", "absent"])
+def test_decode_honours_clean_up_tokenization_spaces(tmp_path, transformers, flag):
+    """decode as transformers' (over `tokenizers`) on the same folder: the WordPiece decoder's own
+    cleanup, then clean_up_tokenization only where tokenizer_config.json sets
+    clean_up_tokenization_spaces (absent: false)."""
+    import shutil
+
+    texts = ["Hello , world ! Isn 't it a do not test ? Yes . I 'm fine , you 're ' ok ' .",
+             "don't stop: it's 3.5 % , isn't it ?", "a.b , c?! they 've 'quoted' words"]
+    for name in ("bert_e2e", "xlmr_e2e"):
+        src = require(GOLDEN / name)
+        d = tmp_path / f"{name}_{flag}"
+        d.mkdir()
+        for f in src.iterdir():
+            if f.name not in ("config.json", "model.safetensors", "cases.json"):
+                shutil.copyfile(f, d / f.name)
+        cfg = json.loads((d / "tokenizer_config.json").read_text())
+        cfg.pop("clean_up_tokenization_spaces", None)
+        if flag is not None:
+            cfg["clean_up_tokenization_spaces"] = flag
+        (d / "tokenizer_config.json").write_text(json.dumps(cfg))
+        b8, hf = bert8.Tokenizer(d), _fast(transformers, d)
+        for t in texts:
+            ids = hf(t)["input_ids"]
+            for skip in (True, False):
+                assert b8.decode(ids, skip_special_tokens=skip) == hf.decode(ids, skip_special_tokens=skip), (name, t, skip)

@@ -1,5 +1,5 @@
-/* budget.c: the quantization units of a model (budget.h) and bert8_quantize_budget: INT8 to an
- * accuracy budget (the contract is in bert8.h).
+/* budget.c: bert8_quantize_budget: INT8 to an accuracy budget (the contract is in bert8.h), a
+ * search over the quantization units of calibrate/units.h.
  *
  * The search calibrates once and prepares every unit's INT8 forms once (the scheme's mode and,
  * for a static scheme, the dynamic fallback). A candidate is a fresh copy of the FP32 model
@@ -11,33 +11,21 @@
  * Why dynamic before FP32: an int8_dynamic Linear keeps the int8 GEMM and only adds a per-token
  * scale, while an FP32 one gives the int8 GEMM up; and outliers that vary from token to token,
  * the usual cause of a static loss, are what per-token scales absorb (docs/accuracy.md). */
-#include "calibrate/budget.h"
-
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "calibrate/calibrate.h"
+#include "calibrate/smoothquant.h"
+#include "calibrate/units.h"
 #include "kernels/quantize/quantize.h"
-
-const b8_unit_desc b8_unit_table[B8_UNITS_PER_LAYER] = {
-    {B8_UNIT_LINEAR, B8_GROUP_QKV, "qkv"},
-    {B8_UNIT_LINEAR, B8_GROUP_ATTN_OUT, "attention_output"},
-    {B8_UNIT_LINEAR, B8_GROUP_FFN_IN, "ffn_in"},
-    {B8_UNIT_LINEAR, B8_GROUP_FFN_OUT, "ffn_out"},
-    {B8_UNIT_ATTENTION, B8_GROUP_QKV, "attention"}, /* group: the product that feeds it */
-};
 
 /* Calibration sequences the attention units' output error is measured on. */
 #define ATT_SEQS 16
 
 /* A score equal to the budget's edge counts as within it (scores are sums of fractions). */
 #define DROP_EPS 1e-9
-
-const char *bert8_unit_mode_name(bert8_unit_mode mode) {
-    return b8_unit_mode_valid(mode) ? b8_qmode_name(b8_qmode_of_unit_mode(mode)) : "?";
-}
 
 const char *bert8_ranking_name(bert8_ranking r) {
     switch (r) {
@@ -46,28 +34,6 @@ const char *bert8_ranking_name(bert8_ranking r) {
     case BERT8_RANK_METRIC: return "metric";
     }
     return "?";
-}
-
-int64_t bert8_model_unit_count(const bert8_model *m) { return m ? m->cfg.num_layers * B8_UNITS_PER_LAYER : 0; }
-
-bert8_status bert8_model_unit(const bert8_model *m, int64_t i, bert8_unit_info *out) {
-    if (!m || !out || i < 0 || i >= bert8_model_unit_count(m)) return BERT8_ERR_INVALID_ARG;
-    const b8_unit_desc *d = &b8_unit_table[i % B8_UNITS_PER_LAYER];
-    const b8_layer *ly = &m->layers[i / B8_UNITS_PER_LAYER];
-    out->layer = i / B8_UNITS_PER_LAYER;
-    out->kind = d->key;
-    out->mode = BERT8_UNIT_FP32;
-    out->alpha = -1.0f;
-    switch (d->kind) {
-    case B8_UNIT_LINEAR:
-        out->mode = b8_unit_mode_of_qmode(b8_layer_mode(ly, d->group));
-        if (ly->q[d->group]) out->alpha = ly->q[d->group]->alpha;
-        break;
-    case B8_UNIT_ATTENTION:
-        out->mode = ly->att ? BERT8_UNIT_INT8_STATIC : BERT8_UNIT_FP32;
-        break;
-    }
-    return BERT8_OK;
 }
 
 bert8_budget_params bert8_default_budget_params(void) {

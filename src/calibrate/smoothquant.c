@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "calibrate/budget.h"
-#include "calibrate/calibrate.h"
+#include "calibrate/smoothquant.h"
+#include "calibrate/units.h"
 #include "kernels/quantize/quantize.h"
 
 static const float ALPHA_GRID[] = {0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f, 0.9f};

@@ -11,7 +11,7 @@
 #define BERT8_ARCH_H
 
 #include "base/common.h"
-#include "io/names.h"
+#include "io/layer.h"
 
 /* How position ids are made. */
 typedef enum b8_pos_ids {

@@ -21,7 +21,7 @@
 #define BERT8_QFORMAT_H
 
 #include "base/common.h"
-#include "io/names.h"
+#include "io/layer.h"
 
 #define B8_QFORMAT_METHOD "bert8-smoothquant"
 #define B8_QFORMAT_VERSION 5 /* 4: a static FFN-out input may have a zero point (input_zero_point); 5: a

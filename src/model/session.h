@@ -6,7 +6,7 @@
 
 #include "model/model.h"
 
-/* Calibration hook: sees the FP32 activation at each site of each layer (io/names.h): rows x
+/* Calibration hook: sees the FP32 activation at each site of each layer (io/layer.h): rows x
  * cols values with row stride ld. rows are tokens; mask (may be NULL) says which rows are real
  * tokens. */
 typedef void (*b8_observer)(void *ctx, int64_t layer, b8_site site, const float *x, int64_t rows,

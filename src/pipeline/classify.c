@@ -119,6 +119,7 @@ bert8_status bert8_rerank(const bert8_pipeline *p, bert8_text query, int64_t n, 
     if (!p || (n > 0 && !scores))
         return b8_pipe_report(b8_fail(&e, BERT8_ERR_INVALID_ARG, "bert8_rerank: pipeline and scores must not be NULL"), &e, err, err_len);
     bert8_status st = b8_pipe_check_texts(p, 1, &query, "query", false, &e);
+    if (!st && n > 0 && texts) st = b8_pipe_check_nonempty(n, texts, NULL, &query, &e);
     if (st) return b8_pipe_report(st, &e, err, err_len);
     const int64_t L = p->info.num_labels;
     float *lg = malloc((size_t)(n > 0 ? n : 1) * (size_t)(L > 0 ? L : 1) * sizeof(float));

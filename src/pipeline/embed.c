@@ -173,6 +173,7 @@ bert8_status bert8_embed(const bert8_pipeline *p, int64_t n, const bert8_text *t
     if ((st = emb_setup(p, eo, out, &c, &e))) return b8_pipe_report(st, &e, err, err_len);
     if ((st = b8_pipe_check_texts(p, n, texts, "text", false, &e)) ||
         (pairs && (st = b8_pipe_check_texts(p, n, pairs, "text_pair", true, &e))) ||
+        (st = b8_pipe_check_nonempty(n, texts, pairs, NULL, &e)) ||
         (st = b8_pipe_prompt(p, eo, any_pair(n, pairs), &prompt, &e)) || (st = b8_pipe_prompt_len(p, prompt, &prompt_len, &e))) {
         free(c.a);
         free(prompt);
@@ -277,6 +278,7 @@ bert8_status bert8_embed_tokens(const bert8_pipeline *p, int64_t n, const bert8_
         return b8_pipe_report(b8_fail(&e, BERT8_ERR_INVALID_ARG, "bert8_embed_tokens: pipeline and out must not be NULL"), &e, err, err_len);
     memset(out, 0, sizeof *out);
     bert8_status st = b8_pipe_check_texts(p, n, texts, "text", false, &e);
+    if (!st) st = b8_pipe_check_nonempty(n, texts, NULL, NULL, &e);
     if (st) return b8_pipe_report(st, &e, err, err_len);
     const int64_t H = p->info.model->hidden_size;
     tok_priv *pv = calloc(1, sizeof *pv);

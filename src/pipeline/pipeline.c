@@ -500,6 +500,19 @@ bert8_status b8_pipe_check_texts(const bert8_pipeline *p, int64_t n, const bert8
     return BERT8_OK;
 }
 
+bert8_status b8_pipe_check_nonempty(int64_t n, const bert8_text *texts, const bert8_text *pairs,
+                                    const bert8_text *query, b8_err *e) {
+    for (int64_t i = 0; i < n; i++) {
+        if (texts[i].len || (pairs && pairs[i].data && pairs[i].len) || (query && query->len)) continue;
+        if (query)
+            return b8_fail(e, BERT8_ERR_INVALID_ARG,
+                           "the query and text %lld are empty: `inputs` cannot be empty (as TEI answers)", (long long)i);
+        return b8_fail(e, BERT8_ERR_INVALID_ARG, "text %lld is empty%s: `inputs` cannot be empty (as TEI answers)",
+                       (long long)i, pairs && pairs[i].data ? ", and so is its pair" : "");
+    }
+    return BERT8_OK;
+}
+
 int64_t b8_pipe_max_length(const bert8_pipeline *p, const bert8_run_options *o) {
     int64_t m = p->info.max_length;
     if (o && o->max_length > 0 && o->max_length < m) m = o->max_length;

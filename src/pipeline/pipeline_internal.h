@@ -71,6 +71,14 @@ bert8_status b8_pipe_id_rows(const bert8_pipeline *p, int64_t n, const bert8_tok
 bert8_status b8_pipe_check_texts(const bert8_pipeline *p, int64_t n, const bert8_text *texts, const char *what,
                                  bool allow_null, b8_err *e);
 
+/* Refuses an empty input of an embedding or reranking call, as TEI does (its tokenization's
+ * is_empty: a text is empty when it has no bytes, a pair when both texts have none): an empty
+ * input has no text to embed or score, only the special tokens. BERT8_ERR_INVALID_ARG naming the
+ * first one ("text 3 is empty"; with query, rerank's shared first text: "the query and text 3
+ * are empty"). pairs may be NULL. */
+bert8_status b8_pipe_check_nonempty(int64_t n, const bert8_text *texts, const bert8_text *pairs,
+                                    const bert8_text *query, b8_err *e);
+
 /* Encode parameters for single texts / pairs cut at max_length (or not, with !truncate). */
 bert8_encode_params b8_pipe_encode_params(const bert8_pipeline *p, const bert8_run_options *o);
 /* The max_length a call runs with. */

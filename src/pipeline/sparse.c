@@ -86,6 +86,7 @@ static bert8_status embed_sparse(const bert8_pipeline *p, int64_t n, const bert8
                        "SPLADE pooling needs a masked-LM head, and the model has none (architecture \"%s\")",
                        mi->architecture);
     bert8_status st = texts ? b8_pipe_check_texts(p, n, texts, "text", false, e) : BERT8_OK;
+    if (!st && texts) st = b8_pipe_check_nonempty(n, texts, NULL, NULL, e);
     if (st) return st;
     if (n < 0 || (n > 0 && !texts && !in)) return b8_fail(e, BERT8_ERR_INVALID_ARG, "no inputs for %lld texts", (long long)n);
     const int64_t V = mi->vocab_size;

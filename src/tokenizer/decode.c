@@ -1,8 +1,10 @@
-/* decode.c: ids back to text, as transformers v4.31's tokenizer.decode does with its defaults
- * (spaces_between_special_tokens, clean_up_tokenization_spaces): WordPiece tokens joined by
- * spaces with " ##" removed; SentencePiece pieces concatenated with U+2581 read as a space;
- * then the tokenization-space clean-up. BPE decodes as `tokenizers`' ByteLevel decoder: each
- * token's GPT-2 characters back to bytes, invalid UTF-8 replaced by U+FFFD, no clean-up. */
+/* decode.c: ids back to text, as transformers' tokenizer.decode does: WordPiece tokens joined by
+ * spaces with " ##" removed, each piece cleaned as `tokenizers`' WordPiece decoder does (cleanup:
+ * a space before , . ! ? dropped); SentencePiece pieces concatenated with U+2581 read as a space;
+ * then, when tokenizer_config.json's clean_up_tokenization_spaces is true, transformers'
+ * clean_up_tokenization over the whole text (spaces before punctuation and English contractions).
+ * BPE decodes as `tokenizers`' ByteLevel decoder: each token's GPT-2 characters back to bytes,
+ * invalid UTF-8 replaced by U+FFFD; transformers skips the clean-up for BPE models. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,11 +45,9 @@ static void put(sbuf *b, const char *s, size_t n) {
     b->p[b->n] = 0;
 }
 
-/* transformers' clean_up_tokenization: spaces before punctuation and English contractions. */
-static void clean_up(char *s) {
-    static const char *const from[] = {" .", " ?", " !", " ,", " ' ", " n't", " 'm", " 's", " 've", " 're"};
-    static const char *const to[] = {".", "?", "!", ",", "'", "n't", "'m", "'s", "'ve", "'re"};
-    for (size_t k = 0; k < sizeof from / sizeof *from; k++) {
+/* Replaces, in order, every from[k] in s by to[k] (never longer), as a chain of str.replace. */
+static void replace_all(char *s, const char *const *from, const char *const *to, size_t n) {
+    for (size_t k = 0; k < n; k++) {
         size_t fl = strlen(from[k]), tl = strlen(to[k]);
         char *r = s, *w = s;
         while (*r) {
@@ -61,6 +61,21 @@ static void clean_up(char *s) {
         }
         *w = 0;
     }
+}
+
+/* transformers' clean_up_tokenization: spaces before punctuation and English contractions. */
+static void clean_up(char *s) {
+    static const char *const from[] = {" .", " ?", " !", " ,", " ' ", " n't", " 'm", " 's", " 've", " 're"};
+    static const char *const to[] = {".", "?", "!", ",", "'", "n't", "'m", "'s", "'ve", "'re"};
+    replace_all(s, from, to, sizeof from / sizeof *from);
+}
+
+/* `tokenizers`' WordPiece decoder cleanup (decoders/wordpiece.rs), applied to each piece (a token
+ * with the space that joins it): its own list, " do not" included. */
+static void wordpiece_cleanup(char *s) {
+    static const char *const from[] = {" .", " ?", " !", " ,", " ' ", " n't", " 'm", " do not", " 's", " 've", " 're"};
+    static const char *const to[] = {".", "?", "!", ",", "'", "n't", "'m", " don't", "'s", "'ve", "'re"};
+    replace_all(s, from, to, sizeof from / sizeof *from);
 }
 
 static char *strip(char *s) {
@@ -204,12 +219,21 @@ bert8_status b8_tokenizer_decode(const b8_tokenizer *t, const int32_t *ids, int6
         const char *tok = b8_tokenizer_id_to_token(t, ids[i], &len);
         if (!tok) continue;
         if (wp) {
+            /* the piece: a continuation without its prefix, any other token after a space */
+            sbuf piece = {0};
             if (!first && len >= cl && !strncmp(tok, cont, cl)) {
-                put(&b, tok + cl, len - cl);
+                put(&piece, tok + cl, len - cl);
             } else {
-                if (!first) put(&b, " ", 1);
-                put(&b, tok, len);
+                put(&piece, first ? "" : " ", first ? 0 : 1);
+                put(&piece, tok, len);
             }
+            if (!piece.oom) {
+                wordpiece_cleanup(piece.p);
+                put(&b, piece.p, strlen(piece.p));
+            } else {
+                b.oom = true;
+            }
+            free(piece.p);
         } else {
             /* U+2581 (E2 96 81) reads as a space */
             for (size_t k = 0; k < len;) {
@@ -230,7 +254,7 @@ bert8_status b8_tokenizer_decode(const b8_tokenizer *t, const int32_t *ids, int6
         return b8_fail(e, BERT8_ERR_NOMEM, "out of memory decoding %lld ids", (long long)n);
     }
     strip(b.p);
-    clean_up(b.p);
+    if (t->clean_up) clean_up(b.p);
     *out = b.p;
     return BERT8_OK;
 }

@@ -205,6 +205,7 @@ struct b8_tokenizer {
     b8_tok_kind kind;
     int64_t vocab_size;
     int64_t model_max_length;
+    bool clean_up; /* tokenizer_config.json's clean_up_tokenization_spaces (absent: false, as transformers) */
     char *tok_blob;   /* id -> token: NUL-terminated strings */
     int64_t *tok_off; /* [vocab_size + 1] */
     /* room in tok_blob (bytes), tok_off and added, grown by half again each time: added

@@ -329,6 +329,13 @@ static void apply_max_length(b8_tokenizer *t, const cJSON *cfg, const b8_tok_opt
     if (opt && opt->model_max_length > 0) t->model_max_length = opt->model_max_length;
 }
 
+/* decode's clean_up_tokenization_spaces: transformers reads it from tokenizer_config.json; absent
+ * (or not a boolean) it is false, the default of PreTrainedTokenizerBase since transformers 4.45
+ * and of every tokenizer class bert8 reads. */
+static void apply_decode_flags(b8_tokenizer *t, const cJSON *cfg) {
+    t->clean_up = cfg && json_flag(cfg, "clean_up_tokenization_spaces") == 1;
+}
+
 /* ---- vocab.txt ---------------------------------------------------------------------- */
 
 /* One token per line, lines split like Python's universal newlines (\n, \r\n, \r); a later
@@ -453,6 +460,7 @@ static bert8_status load_slow(b8_tok_kind kind, const char *vocab_path, const ch
     st = apply_slow_specials(t, cfg, cfg_path, map, map_path, added, added_path, e);
     if (st != BERT8_OK) goto fail;
     apply_max_length(t, cfg, opt);
+    apply_decode_flags(t, cfg);
     b8_tok_default_templates(t);
     st = b8_tok_finish(t, e);
     if (st != BERT8_OK) goto fail;
@@ -490,6 +498,7 @@ static bert8_status load_json_file(const char *path, const char *dir, const b8_t
         }
         apply_json_roles(t, cfg, map);
         apply_max_length(t, cfg, opt);
+        apply_decode_flags(t, cfg);
         cJSON_Delete(cfg);
         cJSON_Delete(map);
     } else {

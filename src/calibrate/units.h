@@ -1,18 +1,19 @@
-/* budget.h: the quantization units of a model (the parts that run FP32 or INT8 on their own)
- * and the accuracy-budgeted search over them (budget.c, bert8_quantize_budget).
+/* units.h: the quantization units of a model (the parts that run FP32 or INT8 on their own)
+ * and their modes. bert8_quantize (smoothquant.c) reads a unit_modes list in these terms and the
+ * accuracy-budgeted search (budget.c) moves units between modes; both sit above this file.
  *
  * Units are numbered layer by layer: unit = layer * B8_UNITS_PER_LAYER + position in
  * b8_unit_table. Every piece of code that turns a unit into something the model runs (the
  * forms the search prepares, installing a form into a candidate model, a model's current mode,
  * bert8_quantize's unit_modes) switches on the unit's kind: a kind of unit is a b8_unit_kind, a
  * row of the table and a case in those switches (the INT8 attention was added that way). */
-#ifndef BERT8_BUDGET_H
-#define BERT8_BUDGET_H
+#ifndef BERT8_UNITS_H
+#define BERT8_UNITS_H
 
 #include "model/model.h"
 
 typedef enum b8_unit_kind {
-    B8_UNIT_LINEAR,   /* one Linear group of io/names.h (b8_group) */
+    B8_UNIT_LINEAR,   /* one Linear group of io/layer.h (b8_group) */
     B8_UNIT_ATTENTION /* the attention products Q K^T and P V in INT8 (b8_qattn): int8_static or
                          fp32 only, and INT8 only while the layer's qkv unit is INT8 */
 } b8_unit_kind;
