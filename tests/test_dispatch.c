@@ -13,7 +13,7 @@
 #include "bert8_pipeline.h"
 #include "kernels/attention/attention.h"
 #include "kernels/attention/rel_dot.h"
-#include "kernels/dispatch.h"
+#include "kernels/registry.h"
 #include "kernels/gemm_f32/sgemm.h"
 #include "kernels/gemm_f32/sgemm_rows.h"
 #include "kernels/gemm_s8/qgemm.h"

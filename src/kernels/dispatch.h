@@ -29,12 +29,4 @@ typedef struct b8_op_table {
 /* The chosen implementation of an op (never NULL: the scalar twin always qualifies). */
 const b8_impl *b8_dispatch(b8_op_table *t);
 
-/* The name of the implementation an op runs, by op name ("layernorm", "attention", ...), or
- * NULL when no such op has been dispatched yet. For tests and diagnostics. */
-const char *b8_dispatch_choice(const char *op);
-
-/* Every op's table, in a fixed order, for tests: the tables register themselves here. */
-int b8_dispatch_op_count(void);
-b8_op_table *b8_dispatch_op(int i);
-
 #endif
