@@ -12,12 +12,6 @@
 /* Merges of one model: bounded so the hash table stays within memory. */
 #define B8_BPE_MAX_MERGES ((int64_t)1 << 24)
 
-
-void b8_bpe_free(b8_tokenizer *t) {
-    free(t->bpe.merges);
-    t->bpe.merges = NULL;
-}
-
 /* The two sides of merges[i]: "a b" (exactly one space, as `tokenizers` requires) or
  * ["a", "b"]. a and b point into it or into buf. */
 static bool merge_sides(const cJSON *it, char *buf, size_t cap, const char **a, size_t *al,

@@ -298,7 +298,6 @@ bert8_status b8_bpe_parse_model(b8_tokenizer *t, const void *model, const char *
 /* The rest of a BPE tokenizer.json (root, a cJSON object): normalizer, ByteLevel
  * pre-tokenizer, decoder. */
 bert8_status b8_bpe_parse_pipeline(b8_tokenizer *t, const void *root, const char *path, b8_err *e);
-void b8_bpe_free(b8_tokenizer *t);
 bert8_status b8_ug_tokenize(const b8_tokenizer *t, const uint8_t *text, int32_t s, int32_t e,
                             b8_tokseq *seq, b8_tok_scratch *sc, int32_t *word, b8_err *err);
 
