@@ -1,9 +1,11 @@
 /* tok_jsonget.h: the tokenizer.json field readers tok_json.c (WordPiece, Unigram, the
- * post-processor) and bpe_load.c (BPE) share. */
+ * post-processor), json_vocab.c (model.vocab) and bpe_load.c (BPE) share. */
 #ifndef BERT8_TOK_JSONGET_H
 #define BERT8_TOK_JSONGET_H
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 static inline const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
 
@@ -19,6 +21,17 @@ static inline int get_flag(const cJSON *o, const char *k, int dflt) {
     if (cJSON_IsTrue(v)) return 1;
     if (cJSON_IsFalse(v)) return 0;
     return dflt;
+}
+
+/* A JSON number that is an integer in [lo, hi] (no fraction, no NaN), as *out. */
+static inline bool get_id(const cJSON *v, int64_t lo, int64_t hi, int64_t *out) {
+    if (!cJSON_IsNumber(v)) return false;
+    double d = v->valuedouble;
+    if (!(d >= (double)lo && d <= (double)hi)) return false;
+    int64_t i = (int64_t)d;
+    if ((double)i != d) return false;
+    *out = i;
+    return true;
 }
 
 /* What a field holds, for messages: "a string", "null", ... */
