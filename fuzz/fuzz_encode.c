@@ -10,6 +10,7 @@
  *   8 has pair, 16 batch of two (text/pair and pair/text)  [2] truncation (mod 4)
  *   [3] max_length (0: the model's)  [4] stride  [5] pad_to_multiple_of (mod 16) */
 #include "fuzz_tok.h"
+#include "tokenizer/tok_json.h"
 
 static b8_tokenizer *toks[4];
 

@@ -11,7 +11,7 @@
 #define BERT8_FUZZ_TOK_H
 
 #include "fuzz_util.h"
-#include "tokenizer/tok_internal.h"
+#include "tokenizer/tokenizer.h"
 
 static inline void fuzz_check_pieces(const b8_tokenizer *t, const b8_tok_pieces *p, size_t len) {
     int64_t vs = b8_tokenizer_vocab_size(t);

@@ -2,6 +2,7 @@
  * then tokenization of fixed texts and of the text after the separator line, with the
  * output invariants of fuzz_tok.h. Input: tokenizer.json [\n#####\n text]. */
 #include "fuzz_tok.h"
+#include "tokenizer/tok_json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > (1u << 20)) return 0;

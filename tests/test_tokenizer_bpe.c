@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "tokenizer/tok_internal.h"
+#include "tokenizer/tok_json.h"
 
 #define BPE_JSON "tests/data/bpe/tokenizer.json"
 #define BPE_GOLDEN "tests/data/bpe/golden.jsonl"

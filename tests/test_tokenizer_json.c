@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "tokenizer/tok_internal.h"
+#include "tokenizer/tok_types.h"
 
 /* The corpus: every text of a golden file plus some edge cases. */
 static char **texts;

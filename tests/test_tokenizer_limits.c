@@ -10,7 +10,10 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "tokenizer/tok_internal.h"
+#include "base/utf8.h"
+#include "tokenizer/added_index.h"
+#include "tokenizer/tok_json.h"
+#include "tokenizer/unicode_text.h"
 
 static double now_s(void) {
     struct timespec ts;

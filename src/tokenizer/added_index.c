@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer/tok_internal.h"
+#include "base/utf8.h"
+#include "tokenizer/added_index.h"
+#include "tokenizer/piece_trie.h"
+#include "tokenizer/unicode_text.h"
 
 static uint64_t hash_bytes(const char *s, size_t n) {
     uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */

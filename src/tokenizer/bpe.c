@@ -1,7 +1,7 @@
 /* bpe.c: the byte-level BPE model (GPT-2, RoBERTa, ModernBERT) as the `tokenizers` library
  * runs it: normalizer (NFC / Lowercase), ByteLevel pre-tokenizer (optional prefix space, the
  * GPT-2 split regex written out by hand), merges by rank, and the post-processor's offset
- * trimming. Added tokens are split off before this runs (tokenizer.c).
+ * trimming. Added tokens are split off before this runs (encode.c).
  *
  * The split regex is
  *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
@@ -13,7 +13,11 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#include "tokenizer/tok_internal.h"
+#include "base/utf8.h"
+#include "tokenizer/bpe.h"
+#include "tokenizer/piece_trie.h"
+#include "tokenizer/tokseq.h"
+#include "tokenizer/unicode_text.h"
 
 /* ---- GPT-2 byte alphabet --------------------------------------------------------------- */
 

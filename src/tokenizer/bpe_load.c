@@ -6,7 +6,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "tokenizer/tok_internal.h"
+#include "tokenizer/bpe.h"
+#include "tokenizer/bpe_load.h"
+#include "tokenizer/json_vocab.h"
+#include "tokenizer/piece_trie.h"
 #include "tokenizer/tok_jsonget.h"
 
 /* Merges of one model: bounded so the hash table stays within memory. */

@@ -8,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer/tok_internal.h"
+#include "base/utf8.h"
+#include "tokenizer/added_index.h"
+#include "tokenizer/bpe.h"
+#include "tokenizer/tok_types.h"
 
 bool b8_tokenizer_is_special(const b8_tokenizer *t, int32_t id) {
     if (id < 0) return false;

@@ -4,7 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer/tok_internal.h"
+#include "base/utf8.h"
+#include "tokenizer/added_index.h"
+#include "tokenizer/bpe.h"
+#include "tokenizer/tokseq.h"
+#include "tokenizer/unicode_text.h"
+#include "tokenizer/unigram.h"
+#include "tokenizer/wordpiece.h"
 
 /* ---- Tokenize one sequence ------------------------------------------------------------ */
 

@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer/tok_internal.h"
+#include "tokenizer/json_vocab.h"
+#include "tokenizer/piece_trie.h"
 #include "tokenizer/tok_jsonget.h"
+#include "tokenizer/tok_object.h"
 
 bert8_status b8_tokjson_vocab(b8_tokenizer *t, const void *vocab_json, const char *path,
                               b8_err *e) {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer/tok_internal.h"
+#include "tokenizer/piece_trie.h"
 
 void b8_ptrie_free(b8_ptrie *t) {
     if (!t) return;

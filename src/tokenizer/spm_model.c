@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer/tok_internal.h"
+#include "tokenizer/spm_model.h"
+#include "tokenizer/tok_object.h"
+#include "tokenizer/unigram.h"
 
 typedef struct pb {
     const uint8_t *p, *end, *start;

@@ -7,8 +7,14 @@
 #include <string.h>
 
 #include "base/json_nul.h"
-#include "tokenizer/tok_internal.h"
+#include "tokenizer/added_index.h"
+#include "tokenizer/bpe_load.h"
+#include "tokenizer/json_vocab.h"
+#include "tokenizer/piece_trie.h"
+#include "tokenizer/tok_json.h"
 #include "tokenizer/tok_jsonget.h"
+#include "tokenizer/tok_object.h"
+#include "tokenizer/unigram.h"
 
 static int b64_val(int c) {
     if (c >= 'A' && c <= 'Z') return c - 'A';

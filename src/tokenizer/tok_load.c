@@ -8,7 +8,11 @@
 #include <sys/stat.h>
 
 #include "base/json_nul.h"
-#include "tokenizer/tok_internal.h"
+#include "base/utf8.h"
+#include "tokenizer/piece_trie.h"
+#include "tokenizer/spm_model.h"
+#include "tokenizer/tok_json.h"
+#include "tokenizer/tok_object.h"
 
 b8_tok_options b8_tok_default_options(void) {
     b8_tok_options o;

@@ -4,7 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer/tok_internal.h"
+#include "base/utf8.h"
+#include "tokenizer/added_index.h"
+#include "tokenizer/piece_trie.h"
+#include "tokenizer/tok_object.h"
+#include "tokenizer/unicode_text.h"
 
 /* ---- Object ---------------------------------------------------------------------------- */
 

@@ -47,6 +47,11 @@
  *    decoded text ends at its first NUL. See bpe.c.
  * Unicode properties come from utf8proc; code points first assigned in Unicode 15.0 are
  * treated as unassigned because the reference (Python 3.11) uses Unicode 14.0.
+ *
+ * Files: this header only declares, with no .c of its own, so that every file of the tokenizer
+ * can include it for its types. The functions are defined above it: tok_object.c (free,
+ * introspection), tok_load.c (loading), encode.c (tokenize, encode), decode.c, and
+ * unicode_text.c (b8_utf8_check). The internal types are in tok_types.h.
  */
 #ifndef BERT8_TOKENIZER_H
 #define BERT8_TOKENIZER_H

@@ -3,7 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer/tok_internal.h"
+#include "tokenizer/tokseq.h"
+#include "tokenizer/unicode_text.h"
 
 bool b8_tokseq_reserve(b8_tokseq *s, int64_t n) {
     if (n <= s->cap) return true;

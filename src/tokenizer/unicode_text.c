@@ -5,7 +5,8 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#include "tokenizer/tok_internal.h"
+#include "base/utf8.h"
+#include "tokenizer/unicode_text.h"
 
 
 bert8_status b8_utf8_check(const char *text, size_t len, const char *what, b8_err *e) {

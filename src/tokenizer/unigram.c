@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer/tok_internal.h"
+#include "base/utf8.h"
+#include "tokenizer/piece_trie.h"
+#include "tokenizer/tokseq.h"
+#include "tokenizer/unigram.h"
 
 static const uint8_t kSpace[3] = {0xE2, 0x96, 0x81}; /* U+2581, SentencePiece's whitespace */
 

@@ -4,7 +4,11 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#include "tokenizer/tok_internal.h"
+#include "base/utf8.h"
+#include "tokenizer/added_index.h"
+#include "tokenizer/tokseq.h"
+#include "tokenizer/unicode_text.h"
+#include "tokenizer/wordpiece.h"
 
 enum { CH_OTHER = 0, CH_DROP, CH_SPACE, CH_CJK };
 
