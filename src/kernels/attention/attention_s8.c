@@ -594,9 +594,9 @@ static size_t amx64_scratch_bytes(int64_t T) {
  * as pack_vnni does, each 16-dim column tile of a 64-key chunk stored whole. */
 AMXT static void pack_amx64(const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_t d, int8_t *kt,
                             int8_t *vt) {
-    const int64_t t64 = round_up(T, 64);
+    const int64_t t16 = round_up(T, 16), t64 = round_up(T, 64);
     const __mmask16 kd = (__mmask16)((1u << (d / 4)) - 1); /* the dwords of a key's d depths */
-    for (int64_t j0 = 0; j0 < t64; j0 += 16) {
+    for (int64_t j0 = 0; j0 < t16; j0 += 16) { /* no score is formed past t16 */
         __m512i r[16], c[16];
         for (int i = 0; i < 16; i++) r[i] = j0 + i < T ? _mm512_maskz_loadu_epi32(kd, k + (j0 + i) * ld) : _mm512_setzero_si512();
         transpose16x16(r, c);
