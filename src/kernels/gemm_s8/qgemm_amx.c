@@ -35,7 +35,8 @@ static B8_TAMX void unit_end(void) { _tile_release(); }
 /* A 32 x 32 block of C (two rows of tiles, tmm0-3) or, with two == 0, its first 16 rows (tmm0,
  * tmm1): per 64 k, the A rows' tiles (tmm4, tmm5) times the two B tiles (tmm6, tmm7). */
 static inline __attribute__((always_inline)) B8_TAMX void
-ukr_amx(const int two, size_t kg, const void *a, const int8_t *w, int32_t *c, size_t ldc, int accumulate) {
+ukr_amx(const int two, size_t kg, const void *a, const int8_t *w, int32_t *c, size_t ldc, int accumulate,
+        const int8_t *pf) {
     const size_t ldb = (size_t)ldc * 4;
     const uint8_t *ap = a;
     B8_AMX_BARRIER();
@@ -59,6 +60,8 @@ ukr_amx(const int two, size_t kg, const void *a, const int8_t *w, int32_t *c, si
         _tile_loadd(6, w + 2048 * b, 64);
         _tile_loadd(7, w + 2048 * b + 1024, 64);
         if (two) _tile_loadd(5, ap + 2048 * b + 1024, 64);
+        if (pf) /* a constant NULL in the plain kernels: no code */
+            for (int l = 0; l < 32; l++) _mm_prefetch((const char *)pf + 2048 * b + 64 * l, _MM_HINT_T1);
         _tile_dpbssd(0, 4, 6);
         _tile_dpbssd(1, 4, 7);
         if (two) {
@@ -77,12 +80,22 @@ ukr_amx(const int two, size_t kg, const void *a, const int8_t *w, int32_t *c, si
 
 static B8_TAMX void qs8_gemm_16x32c4__amx(size_t kg, const void *a, const int8_t *w, int32_t *c,
                                          size_t ldc, int accumulate) {
-    ukr_amx(0, kg, a, w, c, ldc, accumulate);
+    ukr_amx(0, kg, a, w, c, ldc, accumulate, NULL);
 }
 
 static B8_TAMX void qs8_gemm_32x32c4__amx(size_t kg, const void *a, const int8_t *w, int32_t *c,
                                          size_t ldc, int accumulate) {
-    ukr_amx(1, kg, a, w, c, ldc, accumulate);
+    ukr_amx(1, kg, a, w, c, ldc, accumulate, NULL);
+}
+
+static B8_TAMX void qs8_gemm_16x32c4__amx_pf(size_t kg, const void *a, const int8_t *w, int32_t *c,
+                                            size_t ldc, int accumulate, const int8_t *pf) {
+    ukr_amx(0, kg, a, w, c, ldc, accumulate, pf);
+}
+
+static B8_TAMX void qs8_gemm_32x32c4__amx_pf(size_t kg, const void *a, const int8_t *w, int32_t *c,
+                                            size_t ldc, int accumulate, const int8_t *pf) {
+    ukr_amx(1, kg, a, w, c, ldc, accumulate, pf);
 }
 
 static b8_qepilogue_fn pick_epilogue(const b8_qepilogue *ep) {
@@ -96,6 +109,8 @@ static void store_s32(const int32_t *acc, size_t ld_acc, int rows, int cols, con
 
 #define U16 qs8_gemm_16x32c4__amx
 #define U32 qs8_gemm_32x32c4__amx
+#define P16 qs8_gemm_16x32c4__amx_pf
+#define P32 qs8_gemm_32x32c4__amx_pf
 const b8_qblis b8_qblis_32x32c4__amx = {
     .mr = MR,
     .nr = NR,
@@ -107,6 +122,9 @@ const b8_qblis b8_qblis_32x32c4__amx = {
     .pack_a = b8_qpack_a_32rows__scalar,
     .ukr = {NULL, U16, U16, U16, U16, U16, U16, U16, U16, U16, U16, U16, U16, U16, U16, U16, U16,
             U32, U32, U32, U32, U32, U32, U32, U32, U32, U32, U32, U32, U32, U32, U32, U32},
+    .ukr_pf = {NULL, P16, P16, P16, P16, P16, P16, P16, P16, P16, P16, P16, P16, P16, P16, P16, P16,
+               P32, P32, P32, P32, P32, P32, P32, P32, P32, P32, P32, P32, P32, P32, P32, P32},
+    .pf_whole = 1,
     .pick_epilogue = pick_epilogue,
     .store_s32 = store_s32,
     .epi_row_zero = 1,

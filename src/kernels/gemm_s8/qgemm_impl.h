@@ -65,6 +65,8 @@ typedef struct b8_qblis {
     b8_qpack_a pack_a;
     b8_qukernel ukr[B8_MAX_MR + 1]; /* ukr[r]: r rows, 1 <= r <= mr */
     b8_qukernel_pf ukr_pf[B8_MAX_MR + 1]; /* with a prefetch of the next W panel, or NULL */
+    int pf_whole;       /* 1: ukr_pf asks for the whole next panel in one call; 0: half of it
+                           (the first two row panels of a unit each ask for one half) */
     b8_qepilogue_fn (*pick_epilogue)(const b8_qepilogue *ep); /* chosen once per call */
     b8_qstore_fn store_s32;
     int epi_row_zero;   /* its epilogue subtracts a_zero[m] * wsum[n] itself (b8_qepilogue.wsum), so
