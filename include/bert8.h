@@ -119,6 +119,8 @@ typedef struct bert8_model_info {
                                  0 for an FP32 model */
     int has_mlm_head;         /* the checkpoint has a masked-LM head (bert8_mlm_logits) */
     const char *lora_task;    /* the LoRA task folded into the weights (bert8_load_params), or "" */
+    int ffn_gated;            /* 1: a gated FFN (GeGLU, SwiGLU: ModernBERT, NomicBERT, GTE), whose
+                                 FFN-in gives gate and up, 2 x intermediate_size outputs */
 } bert8_model_info;
 
 typedef struct bert8_load_params {

@@ -113,6 +113,7 @@ static void cost(const bert8_model_info *in, const work *w, bool packed, bool in
     memset(c, 0, sizeof *c);
     const double H = (double)in->hidden_size, I = (double)in->intermediate_size, L = (double)in->num_layers;
     const double wb = int8 ? 1 : 4; /* bytes per weight and per Linear input */
+    const double G = in->ffn_gated ? 2 : 1; /* a gated FFN-in gives gate and up: 2 x I outputs */
     double M = 0, att = 0, B = 0;
     for (int64_t k = 0; k < w->nb; k++) {
         B += (double)w->B[k];
@@ -124,7 +125,7 @@ static void cost(const bert8_model_info *in, const work *w, bool packed, bool in
     }
     c->ops[BERT8_OP_QKV] = L * 2 * M * 3 * H * H;
     c->ops[BERT8_OP_ATTN_OUT] = L * 2 * M * H * H;
-    c->ops[BERT8_OP_FFN_IN] = L * 2 * M * I * H;
+    c->ops[BERT8_OP_FFN_IN] = L * 2 * M * G * I * H;
     c->ops[BERT8_OP_FFN_OUT] = L * 2 * M * H * I;
     c->ops[BERT8_OP_ATTENTION] = L * att;
     c->ops[BERT8_OP_NORM] = L * 2 * 8 * M * H;
@@ -133,7 +134,7 @@ static void cost(const bert8_model_info *in, const work *w, bool packed, bool in
     c->ops[BERT8_OP_HEAD] = 2 * B * H * H;
     c->bytes[BERT8_OP_QKV] = L * (3 * H * H * wb + M * H * wb + M * 3 * H * 4);
     c->bytes[BERT8_OP_ATTN_OUT] = L * (H * H * wb + M * H * wb + 2 * M * H * 4);
-    c->bytes[BERT8_OP_FFN_IN] = L * (I * H * wb + M * H * wb + M * I * wb);
+    c->bytes[BERT8_OP_FFN_IN] = L * (G * I * H * wb + M * H * wb + G * M * I * wb);
     c->bytes[BERT8_OP_FFN_OUT] = L * (H * I * wb + M * I * wb + 2 * M * H * 4);
     c->bytes[BERT8_OP_ATTENTION] = L * (M * 3 * H * 4 + M * H * 4);
     c->bytes[BERT8_OP_NORM] = L * 2 * (2 * M * H * 4 + (int8 ? M * H : 0));

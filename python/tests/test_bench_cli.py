@@ -4,15 +4,21 @@ pass's time and of its ceiling."""
 import json
 import subprocess
 
+import pytest
+
 from conftest import CLI, REPO, require
 
 SST2 = REPO / "models" / "sst2-bert-mini"
 
 
-def bench(*args):
-    r = subprocess.run([str(require(CLI)), "bench", str(SST2), "--batch", "4", "--seq", "32", "--threads", "1",
+def bench_model(model, *args):
+    r = subprocess.run([str(require(CLI)), "bench", str(model), "--batch", "4", "--seq", "32", "--threads", "1",
                         "--iters", "3", "--roofline", "--json", *args], capture_output=True, text=True, check=True)
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def bench(*args):
+    return bench_model(SST2, *args)
 
 
 def test_roofline_shows_attention_and_row_operations():
@@ -32,3 +38,22 @@ def test_static_ffn_out_has_no_quantize_pass():
     ops = bench("--ffn-out", "static")["int8_roofline"]
     assert ops["quantize"]["gop"] == 0 and ops["quantize"]["ms"] == 0
     assert ops["layernorm"]["ms"] > 0
+
+
+def test_gated_ffn_in_counts_gate_and_up(tmp_path):
+    """A gated FFN-in (ModernBERT's GeGLU) gives gate and up, 2 x intermediate_size outputs: the
+    roofline counts twice FFN-out's operations for it, as many as FFN-out's for a plain FFN."""
+    import sys  # noqa: PLC0415
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    gen = REPO / "scripts" / "make_arch_checkpoints.py"
+    subprocess.run([sys.executable, str(gen), str(tmp_path), "--arch", "modernbert", "--quick"], check=True,
+                   capture_output=True)
+    gated = tmp_path / "modernbert_m_base"
+    info = json.loads(subprocess.run([str(require(CLI)), "info", str(gated), "--json"], capture_output=True,
+                                     text=True, check=True).stdout)
+    assert info["ffn_gated"] is True
+    ops = bench_model(gated)["int8_roofline"]
+    assert ops["ffn_in"]["gop"] == pytest.approx(2 * ops["ffn_out"]["gop"], abs=2e-4)  # GOP to 4 decimals
+    plain = bench()["int8_roofline"]
+    assert plain["ffn_in"]["gop"] == pytest.approx(plain["ffn_out"]["gop"], rel=1e-3)

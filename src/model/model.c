@@ -899,6 +899,7 @@ static void fill_info(bert8_model *m) {
     i->has_pooler = m->has_pooler;
     i->has_mlm_head = m->has_mlm;
     i->lora_task = m->lora_task;
+    i->ffn_gated = c->desc->ffn == B8_FFN_GLU;
     i->quantized = m->quantized;
     i->scheme = m->scheme;
     i->weight_bits = m->quantized ? m->weight_bits : 0;
