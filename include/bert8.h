@@ -121,6 +121,9 @@ typedef struct bert8_model_info {
     const char *lora_task;    /* the LoRA task folded into the weights (bert8_load_params), or "" */
     int ffn_gated;            /* 1: a gated FFN (GeGLU, SwiGLU: ModernBERT, NomicBERT, GTE), whose
                                  FFN-in gives gate and up, 2 x intermediate_size outputs */
+    int64_t sliding_layers;   /* layers whose attention is a sliding window (ModernBERT's local
+                                 layers), 0 when every layer attends to all keys */
+    int64_t attention_window; /* in those layers query i sees the keys j with |i - j| <= this */
 } bert8_model_info;
 
 typedef struct bert8_load_params {

@@ -114,20 +114,23 @@ static void cost(const bert8_model_info *in, const work *w, bool packed, bool in
     const double H = (double)in->hidden_size, I = (double)in->intermediate_size, L = (double)in->num_layers;
     const double wb = int8 ? 1 : 4; /* bytes per weight and per Linear input */
     const double G = in->ffn_gated ? 2 : 1; /* a gated FFN-in gives gate and up: 2 x I outputs */
-    double M = 0, att = 0, B = 0;
+    const double Ls = (double)in->sliding_layers, win = (double)in->attention_window; /* |i - j| <= win */
+    double M = 0, att = 0, att_win = 0, B = 0; /* attention: 4 H per (query, key) pair */
     for (int64_t k = 0; k < w->nb; k++) {
         B += (double)w->B[k];
         for (int64_t b = 0; b < w->B[k]; b++) {
             const double len = packed ? (double)(w->cu[k][b + 1] - w->cu[k][b]) : (double)w->T[k];
             M += len;
             att += 4.0 * len * len * H;
+            for (double i = 0; Ls > 0 && i < len; i++)
+                att_win += 4.0 * H * (fmin(i, win) + fmin(len - 1 - i, win) + 1);
         }
     }
     c->ops[BERT8_OP_QKV] = L * 2 * M * 3 * H * H;
     c->ops[BERT8_OP_ATTN_OUT] = L * 2 * M * H * H;
     c->ops[BERT8_OP_FFN_IN] = L * 2 * M * G * I * H;
     c->ops[BERT8_OP_FFN_OUT] = L * 2 * M * H * I;
-    c->ops[BERT8_OP_ATTENTION] = L * att;
+    c->ops[BERT8_OP_ATTENTION] = (L - Ls) * att + Ls * att_win;
     c->ops[BERT8_OP_NORM] = L * 2 * 8 * M * H;
     c->ops[BERT8_OP_EMBED] = 11 * M * H;
     c->ops[BERT8_OP_QUANTIZE] = int8 && ffn_out_per_token ? L * 4 * M * I : 0; /* min, max, scale, round */

@@ -11,9 +11,9 @@ from conftest import CLI, REPO, require
 SST2 = REPO / "models" / "sst2-bert-mini"
 
 
-def bench_model(model, *args):
-    r = subprocess.run([str(require(CLI)), "bench", str(model), "--batch", "4", "--seq", "32", "--threads", "1",
-                        "--iters", "3", "--roofline", "--json", *args], capture_output=True, text=True, check=True)
+def bench_model(model, *args, batch=4, seq=32):
+    r = subprocess.run([str(require(CLI)), "bench", str(model), "--batch", str(batch), "--seq", str(seq), "--threads",
+                        "1", "--iters", "3", "--roofline", "--json", *args], capture_output=True, text=True, check=True)
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
@@ -40,9 +40,10 @@ def test_static_ffn_out_has_no_quantize_pass():
     assert ops["layernorm"]["ms"] > 0
 
 
-def test_gated_ffn_in_counts_gate_and_up(tmp_path):
+def test_gated_ffn_and_sliding_windows_counted(tmp_path):
     """A gated FFN-in (ModernBERT's GeGLU) gives gate and up, 2 x intermediate_size outputs: the
-    roofline counts twice FFN-out's operations for it, as many as FFN-out's for a plain FFN."""
+    roofline counts twice FFN-out's operations for it, as many as FFN-out's for a plain FFN. Its
+    sliding-window layers' attention counts only the keys each query sees."""
     import sys  # noqa: PLC0415
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
@@ -53,7 +54,14 @@ def test_gated_ffn_in_counts_gate_and_up(tmp_path):
     info = json.loads(subprocess.run([str(require(CLI)), "info", str(gated), "--json"], capture_output=True,
                                      text=True, check=True).stdout)
     assert info["ffn_gated"] is True
-    ops = bench_model(gated)["int8_roofline"]
+    B, T = 32, 120
+    ops = bench_model(gated, batch=B, seq=T)["int8_roofline"]
     assert ops["ffn_in"]["gop"] == pytest.approx(2 * ops["ffn_out"]["gop"], abs=2e-4)  # GOP to 4 decimals
+    cfg = json.loads((gated / "config.json").read_text())
+    w, every = cfg["local_attention"] // 2, cfg["global_attn_every_n_layers"]
+    window_pairs = sum(min(i, w) + min(T - 1 - i, w) + 1 for i in range(T))
+    pairs = sum(T * T if layer % every == 0 else window_pairs for layer in range(cfg["num_hidden_layers"]))
+    assert 0 < window_pairs < T * T
+    assert ops["attention"]["gop"] == pytest.approx(4 * cfg["hidden_size"] * B * pairs / 1e9, abs=2e-4)
     plain = bench()["int8_roofline"]
     assert plain["ffn_in"]["gop"] == pytest.approx(plain["ffn_out"]["gop"], rel=1e-3)

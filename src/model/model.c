@@ -900,6 +900,9 @@ static void fill_info(bert8_model *m) {
     i->has_mlm_head = m->has_mlm;
     i->lora_task = m->lora_task;
     i->ffn_gated = c->desc->ffn == B8_FFN_GLU;
+    i->sliding_layers = 0;
+    for (int64_t l = 0; c->layer_sliding && l < c->num_layers; l++) i->sliding_layers += c->layer_sliding[l];
+    i->attention_window = i->sliding_layers ? c->window : 0;
     i->quantized = m->quantized;
     i->scheme = m->scheme;
     i->weight_bits = m->quantized ? m->weight_bits : 0;
