@@ -70,13 +70,15 @@ int cmd_info(int argc, char **argv) {
                "\"vocab_size\":%lld,\"hidden_size\":%lld,\"num_layers\":%lld,\"num_heads\":%lld,"
                "\"intermediate_size\":%lld,\"max_position_embeddings\":%lld,\"type_vocab_size\":%lld,"
                "\"num_labels\":%lld,\"hidden_act\":\"%s\",\"layer_norm_eps\":%g,\"has_pooler\":%s,"
-               "\"ffn_gated\":%s,\"quantized\":%s,\"tensor_count\":%lld,\"weight_bytes\":%lld,\"param_count\":%lld",
+               "\"ffn_gated\":%s,\"sliding_layers\":%lld,\"attention_window\":%lld,\"quantized\":%s,"
+               "\"tensor_count\":%lld,\"weight_bytes\":%lld,\"param_count\":%lld",
                i->model_type, bert8_arch_name(i->arch), i->architecture, head_name(i->head),
                (long long)i->vocab_size, (long long)i->hidden_size, (long long)i->num_layers,
                (long long)i->num_heads, (long long)i->intermediate_size,
                (long long)i->max_position_embeddings, (long long)i->type_vocab_size,
                (long long)i->num_labels, i->hidden_act, i->layer_norm_eps,
-               i->has_pooler ? "true" : "false", i->ffn_gated ? "true" : "false", i->quantized ? "true" : "false",
+               i->has_pooler ? "true" : "false", i->ffn_gated ? "true" : "false", (long long)i->sliding_layers,
+               (long long)i->attention_window, i->quantized ? "true" : "false",
                (long long)i->tensor_count, (long long)i->weight_bytes, (long long)i->param_count);
         if (i->lora_task[0]) {
             printf(",\"lora_task\":");

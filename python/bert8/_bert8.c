@@ -388,7 +388,7 @@ static PyObject *model_info_dict(const bert8_model *model) {
         Py_DECREF(s);
     }
     return Py_BuildValue(
-        "{s:s,s:s,s:s,s:s,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:s,s:O,s:O,s:O,s:O,s:z,s:i,s:L,s:L,s:L,s:N,s:s,s:s}", "arch",
+        "{s:s,s:s,s:s,s:s,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:s,s:O,s:O,s:O,s:L,s:L,s:O,s:z,s:i,s:L,s:L,s:L,s:N,s:s,s:s}", "arch",
         bert8_arch_name(in->arch), "head", head_name(in->head), "model_type", in->model_type ? in->model_type : "",
         "architecture", in->architecture ? in->architecture : "", "vocab_size", (long long)in->vocab_size,
         "hidden_size", (long long)in->hidden_size, "num_layers", (long long)in->num_layers, "num_heads",
@@ -397,7 +397,8 @@ static PyObject *model_info_dict(const bert8_model *model) {
         (long long)in->num_labels, "pad_token_id", (long long)in->pad_token_id, "max_seq_len",
         (long long)in->max_seq_len, "layer_norm_eps", in->layer_norm_eps, "hidden_act",
         in->hidden_act ? in->hidden_act : "", "has_pooler", in->has_pooler ? Py_True : Py_False, "has_mlm_head",
-        in->has_mlm_head ? Py_True : Py_False, "ffn_gated", in->ffn_gated ? Py_True : Py_False, "quantized",
+        in->has_mlm_head ? Py_True : Py_False, "ffn_gated", in->ffn_gated ? Py_True : Py_False, "sliding_layers",
+        (long long)in->sliding_layers, "attention_window", (long long)in->attention_window, "quantized",
         in->quantized ? Py_True : Py_False, "scheme",
         in->quantized ? (in->scheme == BERT8_SCHEME_STATIC ? "static" : "dynamic") : NULL, "weight_bits",
         in->weight_bits, "tensor_count",

@@ -3,6 +3,7 @@ per-token requantization that INT8 products run on their rows among them, with i
 pass's time and of its ceiling."""
 import json
 import subprocess
+import sys
 
 import pytest
 
@@ -44,7 +45,6 @@ def test_gated_ffn_and_sliding_windows_counted(tmp_path):
     """A gated FFN-in (ModernBERT's GeGLU) gives gate and up, 2 x intermediate_size outputs: the
     roofline counts twice FFN-out's operations for it, as many as FFN-out's for a plain FFN. Its
     sliding-window layers' attention counts only the keys each query sees."""
-    import sys  # noqa: PLC0415
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     gen = REPO / "scripts" / "make_arch_checkpoints.py"
@@ -53,12 +53,17 @@ def test_gated_ffn_and_sliding_windows_counted(tmp_path):
     gated = tmp_path / "modernbert_m_base"
     info = json.loads(subprocess.run([str(require(CLI)), "info", str(gated), "--json"], capture_output=True,
                                      text=True, check=True).stdout)
-    assert info["ffn_gated"] is True
+    cfg = json.loads((gated / "config.json").read_text())
+    w, every = cfg["local_attention"] // 2, cfg["global_attn_every_n_layers"]
+    assert info["ffn_gated"] is True and info["attention_window"] == w
+    assert info["sliding_layers"] == sum(layer % every != 0 for layer in range(cfg["num_hidden_layers"])) > 0
+    bert8 = pytest.importorskip("bert8")
+    py_info = bert8.Model(gated).info
+    assert {k: py_info[k] for k in ("ffn_gated", "sliding_layers", "attention_window")} == {
+        k: info[k] for k in ("ffn_gated", "sliding_layers", "attention_window")}
     B, T = 32, 120
     ops = bench_model(gated, batch=B, seq=T)["int8_roofline"]
     assert ops["ffn_in"]["gop"] == pytest.approx(2 * ops["ffn_out"]["gop"], abs=2e-4)  # GOP to 4 decimals
-    cfg = json.loads((gated / "config.json").read_text())
-    w, every = cfg["local_attention"] // 2, cfg["global_attn_every_n_layers"]
     window_pairs = sum(min(i, w) + min(T - 1 - i, w) + 1 for i in range(T))
     pairs = sum(T * T if layer % every == 0 else window_pairs for layer in range(cfg["num_hidden_layers"]))
     assert 0 < window_pairs < T * T
