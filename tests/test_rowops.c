@@ -414,8 +414,8 @@ TEST(int8_attention_amx_small_heads_bit_exact) {
  * and the scalar twin against double-precision attention on the dequantized Q, K, V. */
 TEST(int8_attention_twins_bit_exact_and_close_to_fp32) {
     rng = 4242; /* its own data, whatever ran before it (some earlier tests draw per ISA) */
-    static const int64_t TS[] = {1, 3, 5, 16, 17, 64, 130, 257};
-    static const int64_t DS[] = {4, 16, 20, 32, 64, 80, 128};
+    static const int64_t TS[] = {1, 3, 5, 16, 17, 45, 64, 130, 257}; /* 45: 48 keys, three blocks of 16 */
+    static const int64_t DS[] = {4, 16, 20, 32, 48, 64, 80, 128};
     const bool vnni = b8_cpu_allows(B8_ISA_AVX512_VNNI), amx = b8_cpu_allows(B8_ISA_AMX), avx2 = b8_cpu_allows(B8_ISA_AVX2);
     for (size_t ti = 0; ti < sizeof TS / sizeof *TS; ti++)
         for (size_t di = 0; di < sizeof DS / sizeof *DS; di++) {
@@ -551,7 +551,7 @@ TEST(int8_attention_with_every_key_masked) {
 TEST(int8_window_attention_twins_bit_exact_and_close_to_fp32) {
     rng = 4343; /* its own data, whatever ran before it */
     static const int64_t TS[] = {1, 3, 5, 16, 17, 40, 130};
-    static const int64_t DS[] = {4, 16, 20, 64, 80};
+    static const int64_t DS[] = {4, 16, 20, 48, 64, 80};
     static const int64_t WS[] = {0, 1, 3, 8, 17, 64, 200};
     const bool vnni = b8_cpu_allows(B8_ISA_AVX512_VNNI);
     for (size_t ti = 0; ti < sizeof TS / sizeof *TS; ti++)

@@ -178,39 +178,66 @@ VNNI static inline void store_ctx16(__m512 y, __mmask16 m, int64_t d0, const b8_
     }
 }
 
-/* RB rows x 64 columns of int32 dot products, stored to tile[RB][64]: row r of the u8 operand
- * starts at a + r * lda (4 bytes per group), group g of the s8 operand's 64 columns at b + g * ldb
- * (4 columns of 16 lanes x 4 bytes; column block c is loaded under mask m[c], 0 = absent). Both
- * Q.K^T and P.V run here. A function of its own: inlined into its callers, GCC 12 copied the 16
- * accumulators to other registers on every step (32 moves per 16 vpdpbusd), which costs vpdpbusd
- * slots where moves are not eliminated (Ice Lake). */
-VNNI __attribute__((noinline)) static void dot_4x64(const uint8_t *a, int64_t lda, const int8_t *b, int64_t ldb,
-                                                    int64_t groups, const __mmask16 *m, int32_t *tile) {
+/* RB rows x 16 nc columns of int32 dot products, stored to tile[RB][64]: row r of the u8 operand
+ * starts at a + r * lda (4 bytes per group), group g of the s8 operand's columns at b + g * ldb
+ * (column block c of 16 lanes x 4 bytes loaded under mask m[c]). Both Q.K^T and P.V run here. nc
+ * is a constant in each of the four functions below, so a product of fewer than 64 columns (P.V at
+ * head size 32, the last keys of a row) issues only the vpdpbusd it needs. Functions of their own:
+ * inlined into its callers, GCC 12 copied the 16 accumulators to other registers on every step (32
+ * moves per 16 vpdpbusd), which costs vpdpbusd slots where moves are not eliminated (Ice Lake). */
+static inline __attribute__((always_inline)) VNNI void dot_4xn(const int nc, const uint8_t *a, int64_t lda,
+                                                                const int8_t *b, int64_t ldb, int64_t groups,
+                                                                const __mmask16 *m, int32_t *tile) {
     __m512i acc[RB][4];
 #pragma GCC unroll 4
     for (int r = 0; r < RB; r++)
 #pragma GCC unroll 4
-        for (int c = 0; c < 4; c++) acc[r][c] = _mm512_setzero_si512();
+        for (int c = 0; c < nc; c++) acc[r][c] = _mm512_setzero_si512();
     for (int64_t g = 0; g < groups; g++) {
         const int8_t *br = b + g * ldb;
-        __m512i v0 = _mm512_maskz_loadu_epi32(m[0], br), v1 = _mm512_maskz_loadu_epi32(m[1], br + 64),
-                v2 = _mm512_maskz_loadu_epi32(m[2], br + 128), v3 = _mm512_maskz_loadu_epi32(m[3], br + 192);
+        __m512i v[4];
+#pragma GCC unroll 4
+        for (int c = 0; c < nc; c++) v[c] = _mm512_maskz_loadu_epi32(m[c], br + 64 * c);
 #pragma GCC unroll 4
         for (int r = 0; r < RB; r++) {
             int32_t w;
             memcpy(&w, a + r * lda + 4 * g, 4);
             const __m512i ab = _mm512_set1_epi32(w);
-            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], ab, v0);
-            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], ab, v1);
-            acc[r][2] = _mm512_dpbusd_epi32(acc[r][2], ab, v2);
-            acc[r][3] = _mm512_dpbusd_epi32(acc[r][3], ab, v3);
+#pragma GCC unroll 4
+            for (int c = 0; c < nc; c++) acc[r][c] = _mm512_dpbusd_epi32(acc[r][c], ab, v[c]);
         }
     }
 #pragma GCC unroll 4
     for (int r = 0; r < RB; r++)
 #pragma GCC unroll 4
-        for (int c = 0; c < 4; c++) _mm512_storeu_si512(tile + r * 64 + 16 * c, acc[r][c]);
+        for (int c = 0; c < nc; c++) _mm512_storeu_si512(tile + r * 64 + 16 * c, acc[r][c]);
 }
+
+#define DOT_4X(N)                                                                                                  \
+    VNNI __attribute__((noinline)) static void dot_4x##N(const uint8_t *a, int64_t lda, const int8_t *b,           \
+                                                         int64_t ldb, int64_t groups, const __mmask16 *m,          \
+                                                         int32_t *tile) {                                          \
+        dot_4xn(N / 16, a, lda, b, ldb, groups, m, tile);                                                          \
+    }
+DOT_4X(16)
+DOT_4X(32)
+DOT_4X(48)
+DOT_4X(64)
+#undef DOT_4X
+
+/* dot_4xn over the first nc (1..4) column blocks, the rest of tile left as it was */
+VNNI static void dot_4x(int nc, const uint8_t *a, int64_t lda, const int8_t *b, int64_t ldb, int64_t groups,
+                        const __mmask16 *m, int32_t *tile) {
+    switch (nc) {
+    case 1: dot_4x16(a, lda, b, ldb, groups, m, tile); break;
+    case 2: dot_4x32(a, lda, b, ldb, groups, m, tile); break;
+    case 3: dot_4x48(a, lda, b, ldb, groups, m, tile); break;
+    default: dot_4x64(a, lda, b, ldb, groups, m, tile); break;
+    }
+}
+
+/* column blocks of 16 with any lane set in the first four masks */
+static int blocks_of(const __mmask16 *m) { return m[3] ? 4 : m[2] ? 3 : m[1] ? 2 : 1; }
 
 /* Scores of RB query rows (q_u8 rows of d bytes) against all keys, into l->s (stride t16). */
 VNNI static void scores_rows(const layout *l, const uint8_t *qu, int64_t d, float scale) {
@@ -220,7 +247,7 @@ VNNI static void scores_rows(const layout *l, const uint8_t *qu, int64_t d, floa
         const int nc = l->t16 - c0 >= 64 ? 4 : (int)((l->t16 - c0) / 16);
         __mmask16 m[4];
         for (int c = 0; c < 4; c++) m[c] = c < nc ? (__mmask16)0xFFFF : (__mmask16)0;
-        dot_4x64(qu, d, l->kp + c0 * 4, l->t16 * 4, d / 4, m, tile);
+        dot_4x(nc, qu, d, l->kp + c0 * 4, l->t16 * 4, d / 4, m, tile);
 #pragma GCC unroll 4
         for (int c = 0; c < nc; c++) {
             const __m512i cm = _mm512_loadu_si512(l->comp + c0 + 16 * c);
@@ -240,7 +267,7 @@ VNNI static void context_rows(const layout *l, int64_t d, const float *rs, const
     for (int64_t d0 = 0; d0 < d; d0 += 64) {
         __mmask16 m[4];
         for (int c = 0; c < 4; c++) m[c] = lanes_left(d - d0 - 16 * c);
-        dot_4x64(l->pu, l->t4, l->vp + d0 * 4, d * 4, l->t4 / 4, m, tile);
+        dot_4x(blocks_of(m), l->pu, l->t4, l->vp + d0 * 4, d * 4, l->t4 / 4, m, tile);
 #pragma GCC unroll 4
         for (int r = 0; r < rb; r++) {
             const __m512 vr = _mm512_set1_ps(rs[r]);
@@ -971,7 +998,7 @@ VNNI void b8_attention_s8_window__avx512vnni(const int8_t *q, const int8_t *k, c
             const int nc = c1 - cc >= 64 ? 4 : (int)((c1 - cc) / 16);
             __mmask16 m[4];
             for (int c = 0; c < 4; c++) m[c] = c < nc ? (__mmask16)0xFFFF : (__mmask16)0;
-            dot_4x64(l.qu, d, l.kp + cc * 4, l.t16 * 4, d / 4, m, tile);
+            dot_4x(nc, l.qu, d, l.kp + cc * 4, l.t16 * 4, d / 4, m, tile);
             for (int c = 0; c < nc; c++) {
                 const __m512i cm = _mm512_loadu_si512(l.comp + cc + 16 * c);
                 for (int r = 0; r < rb; r++)
@@ -991,7 +1018,7 @@ VNNI void b8_attention_s8_window__avx512vnni(const int8_t *q, const int8_t *k, c
         for (int64_t d0 = 0; d0 < d; d0 += 64) {
             __mmask16 m[4];
             for (int c = 0; c < 4; c++) m[c] = lanes_left(d - d0 - 16 * c);
-            dot_4x64(pu, l.t16, l.vp + (c0 * d + d0 * 4), d * 4, groups, m, tile);
+            dot_4x(blocks_of(m), pu, l.t16, l.vp + (c0 * d + d0 * 4), d * 4, groups, m, tile);
             for (int r = 0; r < rb; r++) {
                 const __m512 vr = _mm512_set1_ps(rs[r]);
                 for (int c = 0; c < 4; c++) {
