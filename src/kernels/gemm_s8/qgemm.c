@@ -615,8 +615,12 @@ static void unit_body(void *ctx, int64_t u0, int64_t u1, int slot) {
     for (int64_t u = u0; u < u1; u++) run_unit(p, u % p->mb, u / p->mb, scratch);
 }
 
-/* Work below this many multiply-adds runs on one thread: a fork/join costs more. */
-#define B8_QGEMM_SERIAL_MACS (1 << 22)
+/* The multiply-adds a thread must get to join a product: 2^18, about 1.1 us at one core's
+ * vpdpbusd peak, twice what a fork and join of bert8's pool costs on 2 threads (Zen 4). The rule
+ * was a flat 2^22 for the whole product, which kept all-MiniLM-L6-v2's products at 4 and 8
+ * tokens (0.6-3.5 M) on one of two threads: 1.32-1.35x and 1.20-1.22x faster now, 16 tokens
+ * 1.02-1.05x, BERT-base at 4 tokens 1.03-1.04x (`bench_ab`, both orders). */
+#define B8_QGEMM_MACS_PER_THREAD ((double)(1 << 18))
 
 static bert8_status run_blis(const int8_t *A, int64_t lda, int64_t M, const b8_qweight *w,
                              const b8_qepilogue *ep, int32_t *C, int64_t ldc, b8_buf *ws,
@@ -648,7 +652,8 @@ static bert8_status run_blis(const int8_t *A, int64_t lda, int64_t M, const b8_q
                        w->kernel->name, (long long)w->K);
 
     int nt = b8_par_threads();
-    if ((double)M * (double)w->N * (double)w->K < (double)B8_QGEMM_SERIAL_MACS) nt = 1;
+    const double macs = (double)M * (double)w->N * (double)w->K;
+    if (macs < (double)nt * B8_QGEMM_MACS_PER_THREAD) nt = macs < 2.0 * B8_QGEMM_MACS_PER_THREAD ? 1 : (int)(macs / B8_QGEMM_MACS_PER_THREAD);
     int64_t panels_n = w->Np / nr;
     int64_t nc = (int64_t)(bl->w_block_bytes / (size_t)p.kc) / nr * nr;
     if (nc < nr) nc = nr;
