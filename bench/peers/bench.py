@@ -329,6 +329,10 @@ def run_bert8_latency(a, model, unit, shape, status):
         rc, out, err, secs = run_proc(cmd, a.run_timeout, env=env)
         d = last_json_line(out) if rc == 0 else None
         r = dict(d, ok=True) if d else {"ok": False, "reason": f"exit code {rc}: {tail_reason(err + out)}"}
+        if d and d.get("times_s"):
+            # the peers' rule (common.summarize: nearest rank over every call kept); bench_latency
+            # itself gives a p99 only from 10,000 calls and null below
+            r["p99_s"] = common.percentile(d["times_s"], 99)
         r.update(system=name, process_s=round(secs, 1), command=" ".join(shlex.quote(c) for c in cmd))
         recs.append(r)
     return recs

@@ -70,7 +70,7 @@ def aggregate(res):
         e = agg.setdefault(k, {"values": [], "reasons": [], "p50": [], "p99": []})
         if r.get("ok") and r.get("seq_per_s") is not None:
             e["values"].append(r["seq_per_s"])
-            if r.get("p50_s") is not None:
+            if r.get("p50_s") is not None and r.get("p99_s") is not None:
                 e["p50"].append(1e3 * r["p50_s"])
                 e["p99"].append(1e3 * r["p99_s"])
         else:
