@@ -79,18 +79,23 @@ typedef struct b8_qblocking {
     /* 1: a row operation runs inside the units (b8_qepilogue.rows_done, units of all N) only when
      * all of W fits one block (see run_blis) */
     int row_units_small_w;
+    /* the multiply-adds a thread must get to join a product (run_blis): a fork and join of
+     * bert8's pool costs about 0.6 us on 2 threads (Zen 4), 2^18 VNNI multiply-adds about 1.1 us.
+     * AMX, 10x faster per multiply-add and not measured here, keeps the rule it had: 2 threads
+     * from 2^22. */
+    double macs_per_thread;
 } b8_qblocking;
 
 static const b8_qblocking blocking[] = {
     /* AMX: K in one pass (the 32-row A panel, 32 x 4096 = 128 KiB at most, streams from L2). */
-    {&b8_qblis_32x32c4__amx, B8_AMX_MR, B8_AMX_NR, 65536, 128, 1024 * 1024, 1},
-    {&b8_qblis_32x32c4__scalar, B8_AMX_MR, B8_AMX_NR, 65536, 128, 1024 * 1024, 1},
-    {&b8_qblis_8x32c4__avx512vnni, B8_VNNI_MR, B8_VNNI_NR, 4096, 96, 512 * 1024, 0},
-    {&b8_qblis_8x32c4__scalar, B8_VNNI_MR, B8_VNNI_NR, 4096, 96, 512 * 1024, 0},
-    {&b8_qblis_6x16c2__avx2, B8_AVX2_MR, B8_AVX2_NR, 2048, 96, 384 * 1024, 0},
-    {&b8_qblis_6x16c2__scalar, B8_AVX2_MR, B8_AVX2_NR, 2048, 96, 384 * 1024, 0},
-    {&b8_qblis_4x24c4__avx2, B8_AVX2_C4_MR, B8_AVX2_C4_NR, 4096, 96, 384 * 1024, 0},
-    {&b8_qblis_4x24c4__scalar, B8_AVX2_C4_MR, B8_AVX2_C4_NR, 4096, 96, 384 * 1024, 0},
+    {&b8_qblis_32x32c4__amx, B8_AMX_MR, B8_AMX_NR, 65536, 128, 1024 * 1024, 1, 1 << 21},
+    {&b8_qblis_32x32c4__scalar, B8_AMX_MR, B8_AMX_NR, 65536, 128, 1024 * 1024, 1, 1 << 21},
+    {&b8_qblis_8x32c4__avx512vnni, B8_VNNI_MR, B8_VNNI_NR, 4096, 96, 512 * 1024, 0, 1 << 18},
+    {&b8_qblis_8x32c4__scalar, B8_VNNI_MR, B8_VNNI_NR, 4096, 96, 512 * 1024, 0, 1 << 18},
+    {&b8_qblis_6x16c2__avx2, B8_AVX2_MR, B8_AVX2_NR, 2048, 96, 384 * 1024, 0, 1 << 18},
+    {&b8_qblis_6x16c2__scalar, B8_AVX2_MR, B8_AVX2_NR, 2048, 96, 384 * 1024, 0, 1 << 18},
+    {&b8_qblis_4x24c4__avx2, B8_AVX2_C4_MR, B8_AVX2_C4_NR, 4096, 96, 384 * 1024, 0, 1 << 18},
+    {&b8_qblis_4x24c4__scalar, B8_AVX2_C4_MR, B8_AVX2_C4_NR, 4096, 96, 384 * 1024, 0, 1 << 18},
 };
 
 static const b8_qblocking *blocking_for(const b8_qblis *b) {
@@ -615,13 +620,6 @@ static void unit_body(void *ctx, int64_t u0, int64_t u1, int slot) {
     for (int64_t u = u0; u < u1; u++) run_unit(p, u % p->mb, u / p->mb, scratch);
 }
 
-/* The multiply-adds a thread must get to join a product: 2^18, about 1.1 us at one core's
- * vpdpbusd peak, twice what a fork and join of bert8's pool costs on 2 threads (Zen 4). The rule
- * was a flat 2^22 for the whole product, which kept all-MiniLM-L6-v2's products at 4 and 8
- * tokens (0.6-3.5 M) on one of two threads: 1.32-1.35x and 1.20-1.22x faster now, 16 tokens
- * 1.02-1.05x, BERT-base at 4 tokens 1.03-1.04x (`bench_ab`, both orders). */
-#define B8_QGEMM_MACS_PER_THREAD ((double)(1 << 18))
-
 static bert8_status run_blis(const int8_t *A, int64_t lda, int64_t M, const b8_qweight *w,
                              const b8_qepilogue *ep, int32_t *C, int64_t ldc, b8_buf *ws,
                              b8_err *e) {
@@ -652,8 +650,13 @@ static bert8_status run_blis(const int8_t *A, int64_t lda, int64_t M, const b8_q
                        w->kernel->name, (long long)w->K);
 
     int nt = b8_par_threads();
-    const double macs = (double)M * (double)w->N * (double)w->K;
-    if (macs < (double)nt * B8_QGEMM_MACS_PER_THREAD) nt = macs < 2.0 * B8_QGEMM_MACS_PER_THREAD ? 1 : (int)(macs / B8_QGEMM_MACS_PER_THREAD);
+    /* as many threads as get bl->macs_per_thread each. The rule was a flat 2^22 for the whole
+     * product, which kept all-MiniLM-L6-v2's products at 4 and 8 tokens (0.6-3.5 M) on one of
+     * two threads: with 2^18 per thread (VNNI) 1.32-1.35x and 1.20-1.22x faster, 16 tokens
+     * 1.02-1.05x, BERT-base at 4 tokens 1.03-1.04x; the AVX2 kernels (BERT8_MAX_ISA=avx2) 1.55x,
+     * 1.17-1.20x, 1.05x at 4, 8, 16 tokens (`bench_ab`, Zen 4, both orders). */
+    const double macs = (double)M * (double)w->N * (double)w->K, per = bl->macs_per_thread;
+    if (macs < (double)nt * per) nt = macs < 2.0 * per ? 1 : (int)(macs / per);
     int64_t panels_n = w->Np / nr;
     int64_t nc = (int64_t)(bl->w_block_bytes / (size_t)p.kc) / nr * nr;
     if (nc < nr) nc = nr;
