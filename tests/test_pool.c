@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/pool.h"
+#include "bert8.h"
 #include "testutil.h"
 
 #define MAX_THREADS 16
@@ -166,6 +167,22 @@ TEST(child_after_fork) {
     CHECK(run_loop(1000, 1, 2, 0, 0) == 0);
 }
 
+/* b8_par_threads_per: all threads when each gets `per`, fewer in proportion, one below 2 x per */
+TEST(threads_by_work_per_thread) {
+    const int was = bert8_get_threads();
+    bert8_set_threads(8);
+    CHECK(b8_par_threads() == 8);
+    CHECK(b8_par_threads_per(0.0, 100.0) == 1);
+    CHECK(b8_par_threads_per(199.0, 100.0) == 1);
+    CHECK(b8_par_threads_per(200.0, 100.0) == 2);
+    CHECK(b8_par_threads_per(550.0, 100.0) == 5);
+    CHECK(b8_par_threads_per(800.0, 100.0) == 8);
+    CHECK(b8_par_threads_per(1e18, 100.0) == 8);
+    bert8_set_threads(1);
+    CHECK(b8_par_threads_per(1e18, 100.0) == 1);
+    bert8_set_threads(was);
+}
+
 int main(void) {
     RUN(every_item_once);
     RUN(many_loops_in_a_row);
@@ -175,5 +192,6 @@ int main(void) {
     RUN(openmp_mode);
     RUN(several_callers_at_once);
     RUN(child_after_fork);
+    RUN(threads_by_work_per_thread);
     return tu_finish();
 }

@@ -39,6 +39,14 @@ static inline int b8_par_threads_for(int64_t work, int64_t min_work) {
     return work >= min_work ? b8_par_threads() : 1;
 }
 
+/* The thread count for a loop whose participants should each get at least `per` units of work:
+ * b8_par_threads(), fewer when the work does not give each that much, 1 below 2 * per. */
+static inline int b8_par_threads_per(double work, double per) {
+    const int nt = b8_par_threads();
+    if (work >= (double)nt * per) return nt;
+    return work < 2.0 * per ? 1 : (int)(work / per);
+}
+
 /* OpenMP mode for the calling thread's loops (1) or the pool (0, the default); returns the
  * previous mode. A forward pass whose layers run on oneDNN (an FP32 model) keeps its own loops in
  * OpenMP too, so that two pools do not spin against each other. */

@@ -81,8 +81,8 @@ typedef struct b8_qblocking {
     int row_units_small_w;
     /* the multiply-adds a thread must get to join a product (run_blis): a fork and join of
      * bert8's pool costs about 0.6 us on 2 threads (Zen 4), 2^18 VNNI multiply-adds about 1.1 us.
-     * AMX, 10x faster per multiply-add and not measured here, keeps the rule it had: 2 threads
-     * from 2^22. */
+     * AMX, 10x faster per multiply-add and not measured here, keeps on 2 threads the rule it had
+     * (both threads from 2^22); on more, one thread per 2^21. */
     double macs_per_thread;
 } b8_qblocking;
 
@@ -649,14 +649,12 @@ static bert8_status run_blis(const int8_t *A, int64_t lda, int64_t M, const b8_q
         return b8_fail(e, BERT8_ERR_INTERNAL, "kernel %s must run K=%lld in one pass",
                        w->kernel->name, (long long)w->K);
 
-    int nt = b8_par_threads();
     /* as many threads as get bl->macs_per_thread each. The rule was a flat 2^22 for the whole
      * product, which kept all-MiniLM-L6-v2's products at 4 and 8 tokens (0.6-3.5 M) on one of
      * two threads: with 2^18 per thread (VNNI) 1.32-1.35x and 1.20-1.22x faster, 16 tokens
      * 1.02-1.05x, BERT-base at 4 tokens 1.03-1.04x; the AVX2 kernels (BERT8_MAX_ISA=avx2) 1.55x,
      * 1.17-1.20x, 1.05x at 4, 8, 16 tokens (`bench_ab`, Zen 4, both orders). */
-    const double macs = (double)M * (double)w->N * (double)w->K, per = bl->macs_per_thread;
-    if (macs < (double)nt * per) nt = macs < 2.0 * per ? 1 : (int)(macs / per);
+    int nt = b8_par_threads_per((double)M * (double)w->N * (double)w->K, bl->macs_per_thread);
     int64_t panels_n = w->Np / nr;
     int64_t nc = (int64_t)(bl->w_block_bytes / (size_t)p.kc) / nr * nr;
     if (nc < nr) nc = nr;
