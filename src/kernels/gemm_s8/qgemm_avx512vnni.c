@@ -126,7 +126,9 @@ typedef struct epi_ctx {
 static inline __attribute__((always_inline)) B8_T512 void
 epi_setup(epi_ctx *x, int cols, int64_t n0, const int32_t *comp, const float *w_scale,
           const b8_qepilogue *ep, const int to_s8) {
-    __m512 as = _mm512_set1_ps(ep->a_scale[0]);
+    /* per-row scales are read row by row in epi_row: a_scale[0] is then another unit's row, which
+     * its thread may be writing (a row operation of the product filling the next input's scales) */
+    __m512 as = _mm512_set1_ps(ep->a_scale_per_row ? 0.0f : ep->a_scale[0]);
 #pragma GCC unroll 4
     for (int j = 0; j < NV; j++) {
         x->mk[j] = cols_mask(cols, j);
