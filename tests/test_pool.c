@@ -183,6 +183,41 @@ TEST(threads_by_work_per_thread) {
     bert8_set_threads(was);
 }
 
+/* Inside a chunk on the pool, and in alone mode anywhere, b8_par_threads() says 1 and a loop runs
+ * every chunk on its caller, in order (slot 0). */
+typedef struct alone_job {
+    _Atomic int seen_threads_above_1, chunks_off_slot_0;
+} alone_job;
+
+static void count_inner(void *ctx, int64_t i0, int64_t i1, int slot) {
+    (void)i0, (void)i1;
+    alone_job *j = ctx;
+    if (slot) atomic_fetch_add(&j->chunks_off_slot_0, 1);
+}
+
+static void outer_chunk(void *ctx, int64_t i0, int64_t i1, int slot) {
+    (void)i0, (void)i1, (void)slot;
+    alone_job *j = ctx;
+    if (b8_par_threads() != 1) atomic_fetch_add(&j->seen_threads_above_1, 1);
+    b8_par_for(64, 1, 8, count_inner, ctx);
+}
+
+TEST(loops_in_a_chunk_or_alone_are_sized_for_one_thread) {
+    const int was = bert8_get_threads();
+    bert8_set_threads(4);
+    alone_job j = {0, 0};
+    b8_par_for(16, 1, 4, outer_chunk, &j);
+    CHECK(j.seen_threads_above_1 == 0 && j.chunks_off_slot_0 == 0);
+    CHECK(b8_par_threads() == 4); /* outside any chunk again */
+    CHECK(b8_par_set_alone(1) == 0);
+    CHECK(b8_par_threads() == 1 && b8_par_threads_per(1e18, 1.0) == 1);
+    b8_par_for(256, 1, 4, count_inner, &j);
+    CHECK(j.chunks_off_slot_0 == 0);
+    CHECK(b8_par_set_alone(0) == 1);
+    CHECK(b8_par_threads() == 4);
+    bert8_set_threads(was);
+}
+
 int main(void) {
     RUN(every_item_once);
     RUN(many_loops_in_a_row);
@@ -193,5 +228,6 @@ int main(void) {
     RUN(several_callers_at_once);
     RUN(child_after_fork);
     RUN(threads_by_work_per_thread);
+    RUN(loops_in_a_chunk_or_alone_are_sized_for_one_thread);
     return tu_finish();
 }

@@ -60,6 +60,14 @@ static struct {
 } g = {.busy = ATOMIC_FLAG_INIT, .grow = PTHREAD_MUTEX_INITIALIZER, .spin_ns = -1};
 
 static _Thread_local int t_omp; /* b8_par_set_omp */
+static _Thread_local int t_in_chunk; /* running a chunk of a loop on the pool: loops inside it run here alone */
+static _Thread_local int t_alone;    /* b8_par_set_alone */
+
+int b8_par_set_alone(int on) {
+    int was = t_alone;
+    t_alone = on != 0;
+    return was;
+}
 
 int b8_par_set_omp(int on) {
     int was = t_omp;
@@ -68,6 +76,7 @@ int b8_par_set_omp(int on) {
 }
 
 int b8_par_threads(void) {
+    if (t_in_chunk || t_alone) return 1; /* a loop started here runs on this thread alone (b8_par_for) */
     int n = bert8_get_threads();
     return n > 0 ? n : 1;
 }
@@ -114,7 +123,9 @@ static void run_chunks(uint32_t epoch, int slot) {
         const uint32_t total = ST_TOTAL(s);
         const int64_t i0 = (int64_t)ST_NEXT(s) * g.grain;
         const int64_t i1 = i0 + g.grain < g.n ? i0 + g.grain : g.n;
+        t_in_chunk++;
         g.fn(g.ctx, i0, i1, slot);
+        t_in_chunk--;
         if (atomic_fetch_add_explicit(&g.done, 1, memory_order_acq_rel) + 1 == total &&
             atomic_load(&g.caller_waits))
             futex_wake(&g.done, 1);
@@ -237,7 +248,7 @@ void b8_par_for(int64_t n, int64_t grain, int threads, b8_par_fn fn, void *ctx) 
     const int64_t chunks = (n + grain - 1) / grain;
     if (threads > chunks) threads = (int)chunks;
     if (threads > MAX_SLOTS + 1) threads = MAX_SLOTS + 1;
-    if (threads <= 1) {
+    if (threads <= 1 || t_alone) {
         run_inline(n, grain, fn, ctx);
         return;
     }

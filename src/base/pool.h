@@ -30,7 +30,9 @@ typedef void (*b8_par_fn)(void *ctx, int64_t i0, int64_t i1, int slot);
  * omp_get_thread_num(). */
 void b8_par_for(int64_t n, int64_t grain, int threads, b8_par_fn fn, void *ctx);
 
-/* The thread count a loop uses: bert8_set_threads' count, else OpenMP's (OMP_NUM_THREADS). */
+/* The thread count a loop uses: bert8_set_threads' count, else OpenMP's (OMP_NUM_THREADS); 1 inside
+ * a chunk of a loop running on the pool, where a loop runs on its caller alone, so that work
+ * sized there (scratch per thread, units per thread) is sized for one thread. */
 int b8_par_threads(void);
 
 /* b8_par_threads() when a loop has at least min_work units of work, else 1 (the caller alone):
@@ -51,5 +53,11 @@ static inline int b8_par_threads_per(double work, double per) {
  * previous mode. A forward pass whose layers run on oneDNN (an FP32 model) keeps its own loops in
  * OpenMP too, so that two pools do not spin against each other. */
 int b8_par_set_omp(int on);
+
+/* Alone mode for the calling thread (1): its loops run on it alone and b8_par_threads() says 1,
+ * as inside a chunk; returns the previous mode. A group of sequences run as one chunk of a
+ * sequence-parallel call (forward.c) sets it, so that its work is sized for one thread whether
+ * the chunk runs on the pool or, the pool being taken, on its caller. */
+int b8_par_set_alone(int on);
 
 #endif
