@@ -155,7 +155,10 @@ const char *bert8_model_label(const bert8_model *model, int64_t i);
 
 /* Sets the number of threads every later call uses, from whichever thread it is made (each
  * calling thread gets an OpenMP team of this size); n <= 0 selects the number of physical
- * cores. Until it is called, OpenMP's own default applies (OMP_NUM_THREADS). */
+ * cores. Until it is called, OpenMP's own default applies (OMP_NUM_THREADS). An INT8 call
+ * whose batch holds at least as many sequences as threads runs one group of whole sequences per
+ * thread (same outputs bit for bit; BERT8_SEQ_PARALLEL=0 at load turns this off), other calls
+ * run each op on all threads. */
 void bert8_set_threads(int n);
 int bert8_get_threads(void);
 int bert8_physical_cores(void);

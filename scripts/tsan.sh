@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ThreadSanitizer run of the tests that share one model or tokenizer between threads: a clang-14
 # build with -DBERT8_SANITIZE=thread in build-tsan/, then ctest's "threads" label (test_threads:
-# 4 pthreads on one FP32 and two INT8 models; test_pool: the thread pool of the kernels), test_tokenizer (one tokenizer, 4 threads) and
+# 4 pthreads on one FP32 and two INT8 models; test_pool: the thread pool of the kernels;
+# test_seq_parallel: sequence groups run side by side), test_tokenizer (one tokenizer, 4 threads) and
 # test_pipeline (4 threads sharing one pipeline and its session pool).
 #   scripts/tsan.sh            both OpenMP set-ups below
 #   scripts/tsan.sh pool1      only the first; scripts/tsan.sh archer: only the second
@@ -31,7 +32,7 @@ fi
 B=build-tsan
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DBERT8_SANITIZE=thread -DBERT8_WERROR=ON >/dev/null
-cmake --build "$B" -j"$(nproc)" --target test_threads test_pool test_tokenizer test_pipeline
+cmake --build "$B" -j"$(nproc)" --target test_threads test_pool test_seq_parallel test_tokenizer test_pipeline
 llvm=$(dirname "$(readlink -f "$(command -v clang-14)")")/../lib
 mkdir -p "$B/omp-shim"
 ln -sf "$llvm/libomp.so.5" "$B/omp-shim/libgomp.so.1"

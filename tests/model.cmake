@@ -20,3 +20,7 @@ target_link_libraries(test_packed PRIVATE m)
 find_package(Threads REQUIRED)
 bert8_add_test(test_memory model test_memory.c)
 target_link_libraries(test_memory PRIVATE Threads::Threads)
+# Sequence-parallel INT8 calls against op-by-op ones: every output bit for bit (also run under
+# ThreadSanitizer: label threads, scripts/tsan.sh).
+bert8_add_test(test_seq_parallel model test_seq_parallel.c)
+set_tests_properties(test_seq_parallel PROPERTIES LABELS "model;threads")

@@ -49,6 +49,10 @@ void bert8_session_free(bert8_session *s) {
                       &s->starts, &s->first,
                       &s->pooled, &s->tmp,   &s->logits, &s->start, &s->end};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) b8_buf_free(bufs[i]);
+    for (int i = 0; i < s->nkids; i++) bert8_session_free(s->kids[i]);
+    free(s->kids);
+    b8_buf *split[] = {&s->splitcu, &s->split_order, &s->split_ids, &s->split_types};
+    for (size_t i = 0; i < sizeof split / sizeof *split; i++) b8_buf_free(split[i]);
     free(s);
 }
 
@@ -1071,11 +1075,253 @@ static bool onednn_layers(const bert8_model *m) {
     return false;
 }
 
+/* ---- sequence-parallel batches -------------------------------------------------------------
+ *
+ * An INT8 batch of at least as many sequences as threads runs as that many groups of whole
+ * sequences, each group's whole pass on one thread (a child session per group), instead of
+ * every op on all threads in turn: no fork and join per op, and each thread's activations stay
+ * in its own caches from one op to the next. Every INT8 op works row by row or sequence by
+ * sequence (the packed-batch guarantee, test_packed), so each row comes out as one pass over the
+ * whole batch gives it, bit for bit. A padded batch is cut into consecutive runs of sequences; a
+ * packed one is dealt out longest first to the group with the fewest tokens so far, so that a
+ * mix of lengths still gives even groups. */
+
+/* A group may hold at most this much more than an even share of the tokens (the slowest group
+ * sets the pace); a batch that cannot be cut as evenly runs op after op on all threads. */
+#define B8_SPLIT_IMBALANCE 1.05
+#define B8_SPLIT_MAX 64
+#define B8_SPLIT_OUTPUTS 5
+
+static bert8_tensor *out_tensor(bert8_outputs *o, int k) {
+    bert8_tensor *t[B8_SPLIT_OUTPUTS] = {&o->last_hidden_state, &o->pooler_output, &o->logits, &o->start_logits,
+                                         &o->end_logits};
+    return t[k];
+}
+
+static int64_t seq_len(const input *bt, int64_t b) {
+    return bt->cu_seqlens ? bt->cu_seqlens[b + 1] - bt->cu_seqlens[b] : bt->seq;
+}
+
+/* The groups of a call: group i holds the sequences order[gs[i]] .. order[gs[i+1] - 1], in batch
+ * order; its tokens start at tok[i] of the gathered ids (packed batches). */
+typedef struct split_plan {
+    int g;
+    int64_t gs[B8_SPLIT_MAX + 1], tok[B8_SPLIT_MAX + 1];
+    const int64_t *order;
+} split_plan;
+
+static int desc_key(const void *x, const void *y) {
+    const int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return a < b ? 1 : a > b ? -1 : 0;
+}
+
+/* The groups for this call (p->g), or 0: the call runs op after op on all threads. */
+static int split_groups(bert8_session *s, const input *bt, split_plan *p) {
+    const bert8_model *m = s->model;
+    if (!m->quantized || !m->seq_parallel || s->observe) return 0;
+    int g = b8_par_threads();
+    if (g > B8_SPLIT_MAX) g = B8_SPLIT_MAX;
+    const int64_t B = bt->batch;
+    if (g < 2 || B < g) return 0;
+    /* s->split_order: the group of each sequence [B], then the order [B] */
+    if (b8_buf_reserve(&s->split_order, (size_t)(2 * B), sizeof(int64_t), NULL)) return 0;
+    int64_t *grp = s->split_order.p, *order = grp + B;
+    int64_t load[B8_SPLIT_MAX] = {0}, total = 0, count[B8_SPLIT_MAX] = {0};
+    if (!bt->cu_seqlens) {
+        for (int64_t b = 0; b < B; b++) grp[b] = b * g / B; /* consecutive runs, sizes within 1 */
+        for (int64_t b = 0; b < B; b++) load[grp[b]] += bt->seq;
+    } else {
+        /* longest first, each to the lightest group: keys length << 23 | (2^23 - 1 - index),
+         * sorted down (lengths and counts stay below 2^22) */
+        for (int64_t b = 0; b < B; b++) order[b] = seq_len(bt, b) << 23 | (((int64_t)1 << 23) - 1 - b);
+        qsort(order, (size_t)B, sizeof *order, desc_key);
+        for (int64_t q = 0; q < B; q++) {
+            const int64_t b = ((int64_t)1 << 23) - 1 - (order[q] & (((int64_t)1 << 23) - 1));
+            int best = 0;
+            for (int i = 1; i < g; i++)
+                if (load[i] < load[best]) best = i;
+            grp[b] = best;
+            load[best] += seq_len(bt, b);
+        }
+    }
+    int64_t most = 0;
+    for (int i = 0; i < g; i++) {
+        total += load[i];
+        if (load[i] > most) most = load[i];
+    }
+    if ((double)most * g > B8_SPLIT_IMBALANCE * (double)total) return 0;
+    for (int64_t b = 0; b < B; b++) count[grp[b]]++;
+    p->gs[0] = p->tok[0] = 0;
+    for (int i = 0; i < g; i++) {
+        if (!count[i]) return 0;
+        p->gs[i + 1] = p->gs[i] + count[i];
+        p->tok[i + 1] = p->tok[i] + load[i];
+    }
+    int64_t at[B8_SPLIT_MAX];
+    for (int i = 0; i < g; i++) at[i] = p->gs[i];
+    for (int64_t b = 0; b < B; b++) order[at[grp[b]]++] = b;
+    p->order = order;
+    p->g = g;
+    return g;
+}
+
+typedef struct split_job {
+    bert8_session *s;
+    const input *bt;
+    const split_plan *p;
+    input sub[B8_SPLIT_MAX];
+    bert8_outputs out[B8_SPLIT_MAX];
+    bert8_status st[B8_SPLIT_MAX];
+    float *dst[B8_SPLIT_OUTPUTS];
+} split_job;
+
+static void split_run(void *ctx, int64_t i0, int64_t i1, int slot) {
+    (void)slot;
+    split_job *j = ctx;
+    const int was = b8_par_set_alone(1);
+    for (int64_t i = i0; i < i1; i++) j->st[i] = forward_rows(j->s->kids[i], &j->sub[i], &j->out[i]);
+    b8_par_set_alone(was);
+}
+
+/* Each group's outputs into the call's, at its sequences' rows: a token-level output of a packed
+ * batch has a row per token (then each sequence's rows move together), every other output a row
+ * per sequence ([B, T, w] of a padded batch counts T x w as one row). */
+static void split_copy(void *ctx, int64_t i0, int64_t i1, int slot) {
+    (void)slot;
+    split_job *j = ctx;
+    const split_plan *p = j->p;
+    const int64_t *cu = j->bt->cu_seqlens;
+    for (int64_t i = i0; i < i1; i++) {
+        const input *u = &j->sub[i];
+        const int64_t n = u->batch, ntok = u->cu_seqlens ? u->cu_seqlens[n] : 0;
+        for (int k = 0; k < B8_SPLIT_OUTPUTS; k++) {
+            const bert8_tensor *t = out_tensor(&j->out[i], k);
+            if (!j->dst[k]) continue;
+            int64_t row = 1;
+            for (int d = 1; d < t->ndim; d++) row *= t->shape[d];
+            const bool per_token = cu && t->shape[0] == ntok;
+            for (int64_t q = 0; q < n; q++) {
+                const int64_t b = p->order[p->gs[i] + q];
+                if (per_token)
+                    memcpy(j->dst[k] + cu[b] * row, t->data + u->cu_seqlens[q] * row,
+                           (size_t)((cu[b + 1] - cu[b]) * row) * sizeof(float));
+                else
+                    memcpy(j->dst[k] + b * row, t->data + q * row, (size_t)row * sizeof(float));
+            }
+        }
+    }
+}
+
+static bert8_status split_forward(bert8_session *s, const input *bt, const split_plan *p, bert8_outputs *out) {
+    b8_err *e = &s->err;
+    const int g = p->g;
+    const int64_t B = bt->batch;
+    const bool packed = bt->cu_seqlens != NULL;
+    bert8_status st;
+    if (s->nkids < g) {
+        bert8_session **k = realloc(s->kids, (size_t)g * sizeof *k);
+        if (!k) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory for %d sessions of sequence groups", g);
+        s->kids = k;
+        for (; s->nkids < g; s->nkids++)
+            if (bert8_session_create(s->model, &s->kids[s->nkids]) != BERT8_OK)
+                return b8_fail(e, BERT8_ERR_NOMEM, "out of memory for %d sessions of sequence groups", g);
+    }
+    if (packed && ((st = b8_buf_reserve(&s->splitcu, (size_t)(B + g), sizeof(int64_t), e)) ||
+                   (st = b8_buf_reserve(&s->split_ids, (size_t)p->tok[g], sizeof(int32_t), e)) ||
+                   (bt->token_type_ids &&
+                    (st = b8_buf_reserve(&s->split_types, (size_t)p->tok[g], sizeof(int32_t), e)))))
+        return st;
+    split_job *j = calloc(1, sizeof *j);
+    if (!j) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory for a sequence-parallel call");
+    j->s = s;
+    j->bt = bt;
+    j->p = p;
+    for (int i = 0; i < g; i++) {
+        const int64_t n = p->gs[i + 1] - p->gs[i], b0 = p->order[p->gs[i]];
+        input *u = &j->sub[i];
+        *u = *bt;
+        u->batch = n;
+        if (!packed) { /* consecutive sequences: the batch's own rows */
+            u->input_ids = bt->input_ids + b0 * bt->seq;
+            if (bt->attention_mask) u->attention_mask = bt->attention_mask + b0 * bt->seq;
+            if (bt->token_type_ids) u->token_type_ids = bt->token_type_ids + b0 * bt->seq;
+        } else { /* the group's sequences gathered */
+            int64_t *cu = (int64_t *)s->splitcu.p + p->gs[i] + i;
+            int32_t *ids = (int32_t *)s->split_ids.p + p->tok[i];
+            int32_t *types = bt->token_type_ids ? (int32_t *)s->split_types.p + p->tok[i] : NULL;
+            cu[0] = 0;
+            for (int64_t q = 0; q < n; q++) {
+                const int64_t b = p->order[p->gs[i] + q], t0 = bt->cu_seqlens[b], len = seq_len(bt, b);
+                memcpy(ids + cu[q], bt->input_ids + t0, (size_t)len * sizeof(int32_t));
+                if (types) memcpy(types + cu[q], bt->token_type_ids + t0, (size_t)len * sizeof(int32_t));
+                cu[q + 1] = cu[q] + len;
+            }
+            u->input_ids = ids;
+            u->token_type_ids = types;
+            u->cu_seqlens = cu;
+        }
+        bert8_session *k = s->kids[i];
+        b8_err_clear(&k->err);
+        memset(&k->out, 0, sizeof k->out);
+        bert8_session_set_profiling(k, s->profiling);
+    }
+    b8_par_for(g, 1, g, split_run, j);
+    for (int i = 0; i < g; i++)
+        if (j->st[i]) {
+            st = b8_fail(e, j->st[i], "sequence group %d of %d (%lld sequences): %s", i + 1, g,
+                         (long long)(p->gs[i + 1] - p->gs[i]), s->kids[i]->err.msg);
+            free(j);
+            return st;
+        }
+    if (s->profiling) /* the groups ran side by side: each op's time is their mean */
+        for (int op = 0; op < BERT8_OP_COUNT; op++) {
+            double sum = 0.0;
+            for (int i = 0; i < g; i++) sum += s->kids[i]->prof[op];
+            s->prof[op] += sum / g;
+        }
+    /* the outputs, in the call's own buffers */
+    b8_buf *bufs[B8_SPLIT_OUTPUTS] = {&s->x, &s->pooled, &s->logits, &s->start, &s->end};
+    memset(&s->out, 0, sizeof s->out);
+    for (int k = 0; k < B8_SPLIT_OUTPUTS; k++) {
+        const bert8_tensor *t0 = out_tensor(&j->out[0], k);
+        if (!t0->data) continue;
+        int64_t rows = 0, row = 1;
+        for (int d = 1; d < t0->ndim; d++) row *= t0->shape[d];
+        for (int i = 0; i < g; i++) rows += out_tensor(&j->out[i], k)->shape[0];
+        if ((st = b8_buf_reserve(bufs[k], (size_t)rows, (size_t)row * sizeof(float), e))) {
+            free(j);
+            return st;
+        }
+        j->dst[k] = bufs[k]->p;
+        bert8_tensor *t = out_tensor(&s->out, k);
+        *t = *t0;
+        t->shape[0] = rows;
+        t->data = j->dst[k];
+    }
+    b8_par_for(g, 1, g, split_copy, j);
+    free(j);
+    if (packed) {
+        if ((st = b8_buf_reserve(&s->starts, (size_t)(B + 1), sizeof(int64_t), e))) return st;
+        memcpy(s->starts.p, bt->cu_seqlens, (size_t)(B + 1) * sizeof(int64_t));
+        s->out.cu_seqlens = s->starts.p;
+        s->out.num_sequences = B;
+    }
+    if (out) *out = s->out;
+    return BERT8_OK;
+}
+
 /* The pass on bert8's pool, or, where oneDNN runs the layers' products on OpenMP's threads, on
  * OpenMP too: two pools spinning for the same cores would slow each other down. */
 static bert8_status forward(bert8_session *s, const input *bt, bert8_outputs *out) {
-    const int was = b8_par_set_omp(onednn_layers(s->model));
-    bert8_status st = forward_rows(s, bt, out);
+    const bool omp = onednn_layers(s->model);
+    bert8_status st;
+    if (!omp && bt->batch >= 2) {
+        if ((st = check_batch(s->model, bt, &s->err))) return st;
+        split_plan p;
+        if (split_groups(s, bt, &p)) return split_forward(s, bt, &p, out);
+    }
+    const int was = b8_par_set_omp(omp);
+    st = forward_rows(s, bt, out);
     b8_par_set_omp(was);
     return st;
 }

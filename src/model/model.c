@@ -599,6 +599,8 @@ bert8_status b8_model_prepare_int8(bert8_model *m, b8_err *e) {
     bert8_status st;
     const char *zp = getenv("BERT8_DYNAMIC_ZERO_POINT");
     m->dyn_symmetric = zp && !strcmp(zp, "0");
+    const char *sp = getenv("BERT8_SEQ_PARALLEL");
+    m->seq_parallel = !(sp && !strcmp(sp, "0"));
     /* The masked-LM decoder, the largest Linear of such a model: INT8 with per-token input
      * scales (no calibration: it needs none), as SPLADE and fill-mask run it on every token. */
     if (m->has_mlm && !m->mlm_q) {

@@ -78,6 +78,10 @@ struct bert8_model {
      * when BERT8_DYNAMIC_ZERO_POINT=0 was in the environment at b8_model_prepare_int8: the
      * symmetric per-token scale of the versions before 2026-12-04, for A/B measurements */
     bool dyn_symmetric;
+    /* An INT8 batch of several sequences runs as groups of whole sequences, one group per
+     * thread (forward.c, split_forward); false when BERT8_SEQ_PARALLEL=0 was in the environment
+     * at b8_model_prepare_int8 (every product then runs on all threads, op after op) */
+    bool seq_parallel;
     /* LoRA (model/lora.h): the task folded into the weights ("" for none) and the weights it
      * changed, by module name ("<base>" of "<base>.parametrizations.weight.original"), for
      * bert8_model_save to write under "<base>.weight" */

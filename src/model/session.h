@@ -45,6 +45,12 @@ struct bert8_session {
      * the next prof_mark takes off the product's. */
     int64_t prof_rows_ns;
     double prof_carry;
+    /* Sequence-parallel calls (forward.c, split_forward): a session per group of sequences, each
+     * group run on one thread; the plan's order of the sequences, and for packed batches each
+     * group's cu_seqlens (from 0), input_ids and token_type_ids gathered. */
+    struct bert8_session **kids;
+    int nkids;
+    b8_buf splitcu, split_order, split_ids, split_types;
 };
 
 /* Installs (or with fn NULL removes) the calibration hook. */
