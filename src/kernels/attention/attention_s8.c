@@ -143,9 +143,12 @@ void b8_attention_s8__scalar(const int8_t *q, const int8_t *k, const int8_t *v, 
 
 /* vmath_avx512.h's exp with its last step, p * 2^n built from the exponent bits, done by one
  * vscalefps: 2^n is a normal float for every n the clamp allows, so p * 2^n and scalef(p, n) are
- * the same correctly rounded product, bit for bit (three operations fewer per 16 values). */
-static inline __attribute__((always_inline)) VNNI __m512 exp16(__m512 x) {
-    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(B8_VM_EXP_LO)), _mm512_set1_ps(B8_VM_EXP_HI));
+ * the same correctly rounded product, bit for bit (three operations fewer per 16 values); for a
+ * softmax's x = score - row max: x <= 0 in every lane whose result is kept (the lanes
+ * the max was taken over, and the masked-off ones are dropped after), so the upper clamp of
+ * exp16 changes no kept lane and is left out: the same bits there. */
+static inline __attribute__((always_inline)) VNNI __m512 exp16_nonpos(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(B8_VM_EXP_LO));
     const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(B8_VM_LOG2E)),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-B8_VM_LN2_HI), x);
@@ -158,6 +161,12 @@ static inline __attribute__((always_inline)) VNNI __m512 exp16(__m512 x) {
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(B8_VM_EXP_C1));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(B8_VM_EXP_C0));
     return _mm512_scalef_ps(p, n);
+}
+
+/* p_u8 of 16 probabilities e (0 <= e <= 1 in kept lanes): e * 255 rounded; vpmovusdb saturates at
+ * 255, so no clamp is needed for the same bits as round(min(e * 255, 255)). */
+static inline __attribute__((always_inline)) VNNI __m128i p_u8_16(__m512 e) {
+    return _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(e, _mm512_set1_ps(255.0f))));
 }
 
 VNNI static inline __mmask16 lanes_left(int64_t left) {
@@ -414,7 +423,6 @@ softmax_u8_body(const int rows, const float *s, const int32_t *sc, float scale, 
     }
     bool none[RB];
     __m512 vm[RB], acc[RB];
-    const __m512 k255 = _mm512_set1_ps(255.0f);
 #pragma GCC unroll 4
     for (int r = 0; r < rows; r++) {
         const float mx = _mm512_reduce_max_ps(vmx[r]);
@@ -429,11 +437,10 @@ softmax_u8_body(const int rows, const float *s, const int32_t *sc, float scale, 
 #pragma GCC unroll 4
         for (int r = 0; r < rows; r++) {
             const __m512 e = none[r] ? _mm512_maskz_mov_ps(inr, _mm512_set1_ps(1.0f))
-                                     : _mm512_maskz_mov_ps(km, exp16(_mm512_sub_ps(
+                                     : _mm512_maskz_mov_ps(km, exp16_nonpos(_mm512_sub_ps(
                                                                    score16(s, sc, r * lds + j, vsc, inr), vm[r])));
             acc[r] = _mm512_add_ps(acc[r], e);
-            const __m512 x = _mm512_min_ps(_mm512_mul_ps(e, k255), k255);
-            _mm_mask_storeu_epi8(pu + r * ldpu + j, out, _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(x)));
+            _mm_mask_storeu_epi8(pu + r * ldpu + j, out, p_u8_16(e));
         }
     }
     float lane[RB][16], sum[RB];
@@ -725,7 +732,7 @@ AMXT static void b8_attention_s8_amx64(const int8_t *q, const int8_t *k, const i
     b8_amx_tilecfg_16x64(&cfg);
     B8_AMX_BARRIER();
     _tile_loadconfig(&cfg);
-    const __m512 vsc = _mm512_set1_ps(p->score_scale), k255 = _mm512_set1_ps(255.0f);
+    const __m512 vsc = _mm512_set1_ps(p->score_scale);
     const float vs255 = p->v_scale / 255.0f;
     const int64_t nch = (t16 + KCH - 1) / KCH;
 /* 16-key tiles of chunk c (those before t16) */
@@ -801,11 +808,10 @@ AMXT static void b8_attention_s8_amx64(const int8_t *q, const int8_t *k, const i
                     } else {
                         __m512 x = _mm512_maskz_mov_ps(inr, chunk_score16(sb + r * KCH + 16 * t, vsc, rel, inr));
                         B8_NO_CONTRACT(x);
-                        e = _mm512_maskz_mov_ps(km, exp16(_mm512_sub_ps(x, _mm512_set1_ps(mx[r]))));
+                        e = _mm512_maskz_mov_ps(km, exp16_nonpos(_mm512_sub_ps(x, _mm512_set1_ps(mx[r]))));
                     }
                     acc[r] = _mm512_add_ps(acc[r], e);
-                    const __m512 y = _mm512_min_ps(_mm512_mul_ps(e, k255), k255);
-                    _mm_storeu_si128((__m128i *)(pb + r * KCH + 16 * t), _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(y)));
+                    _mm_storeu_si128((__m128i *)(pb + r * KCH + 16 * t), p_u8_16(e));
                 }
                 for (int r = rb; r < 16; r++) _mm_storeu_si128((__m128i *)(pb + r * KCH + 16 * t), _mm_setzero_si128());
             }
