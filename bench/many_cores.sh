@@ -9,10 +9,13 @@
 #       (DIR default .device, an ignored folder: name it in the device call's `carry`); refuses
 #       when the pack and the tracked files together pass the 64 MiB a device call carries
 #   bench/many_cores.sh run [DIR] OUT [--threads "1 2 4 8 16"] [--batches "1 8 32"] [--budget S]
+#                                     [--op-batches "32"]
 #       there: unpacks, prints lscpu, writes random BERT-base and all-MiniLM-L6-v2-shaped
 #       checkpoints (make_checkpoint), quantizes each with the defaults (static INT8, INT8
 #       attention, 256 calibration sentences), measures the INT8 peak (`bert8 bench --roofline`)
-#       and `bench_latency` at every thread count and batch (sequence 128), and writes
+#       and `bench_latency` at every thread count and batch (sequence 128), again with
+#       BERT8_SEQ_PARALLEL=0 (every op on all threads, not a group of sequences per thread) at
+#       the --op-batches sizes and more than one thread, and writes
 #       OUT/many_cores.md (the table: seq/s, parallel efficiency against 1 thread, % of the
 #       vpdpbusd/AMX peak at that thread count), OUT/lscpu.txt and OUT/raw.tar.gz (every raw
 #       output: the device tool returns at most 8 files). The op count is bench/peers/common.py's.
@@ -61,14 +64,15 @@ pack() {
 run() {
     local dir=$HERE/.device
     if [ $# -ge 2 ] && [ "${2#--}" = "$2" ]; then dir=$1; shift; fi
-    local out=${1:?usage: many_cores.sh run [DIR] OUT [--threads LIST] [--batches LIST] [--budget S]}
+    local out=${1:?usage: many_cores.sh run [DIR] OUT [--threads LIST] [--batches LIST] [--budget S] [--op-batches LIST]}
     shift
-    local threads="1 2 4 8 16" batches="1 8 32" budget=3
+    local threads="1 2 4 8 16" batches="1 8 32" budget=3 op_batches="32"
     while [ $# -gt 0 ]; do
         case $1 in
         --threads) threads=$2; shift 2 ;;
         --batches) batches=$2; shift 2 ;;
         --budget) budget=$2; shift 2 ;;
+        --op-batches) op_batches=$2; shift 2 ;;
         *) echo "many_cores: unknown argument $1" >&2; exit 2 ;;
         esac
     done
@@ -113,6 +117,11 @@ run() {
                 "$BL" "$w/$m-int8" --batch "$b" --seq 128 --threads "$t" --budget "$budget" --json \
                     >"$out/lat-$m-b$b-t$t.json" 2>>"$out/errors.log" || echo "bench_latency $m b=$b t=$t failed" >>"$out/errors.log"
                 echo "$m b=$b t=$t: $(grep -o '"seq_per_s":[0-9.]*' "$out/lat-$m-b$b-t$t.json" || echo failed)"
+                case " $op_batches " in *" $b "*) ;; *) continue ;; esac
+                [ "$t" -gt 1 ] || continue
+                BERT8_SEQ_PARALLEL=0 "$BL" "$w/$m-int8" --batch "$b" --seq 128 --threads "$t" --budget "$budget" --json \
+                    >"$out/lat-op-$m-b$b-t$t.json" 2>>"$out/errors.log" || echo "bench_latency (op by op) $m b=$b t=$t failed" >>"$out/errors.log"
+                echo "$m b=$b t=$t op by op: $(grep -o '"seq_per_s":[0-9.]*' "$out/lat-op-$m-b$b-t$t.json" || echo failed)"
             done
         done
     done
@@ -140,15 +149,15 @@ for t in threads:
 # cores share their units (SMT siblings)
 one = peak.get(threads[0], 0) / int(threads[0]) if threads else 0
 low = {t for t in peak if one and peak[t] < 0.8 * one * int(t)}
-lines = ["| model | batch | threads | INT8 seq/s | efficiency vs 1 thread | % of the INT8 peak (GOP/s at that thread count) |",
-         "|---|---:|---:|---:|---:|---:|"]
+lines = ["| model | batch | threads | INT8 seq/s | efficiency vs 1 thread | % of the INT8 peak (GOP/s at that thread count) | op by op (BERT8_SEQ_PARALLEL=0) seq/s: default / op by op |",
+         "|---|---:|---:|---:|---:|---:|---:|"]
 for m in gop:
     for b in batches:
         base = None
         for t in threads:
             j = load(f"lat-{m}-b{b}-t{t}.json")
             if not j:
-                lines.append(f"| {m} | {b} | {t} | failed | | |")
+                lines.append(f"| {m} | {b} | {t} | failed | | | |")
                 continue
             sps = j["seq_per_s"]
             if base is None and t == threads[0]:
@@ -156,7 +165,9 @@ for m in gop:
             eff = sps / (base * int(t)) if base else float("nan")
             pk = peak.get(t)
             share = f"{100 * sps * gop[m] / pk:.1f}% ({pk:.0f}{', low peak' if t in low else ''})" if pk else "n/a"
-            lines.append(f"| {m} | {b} | {t} | {sps:.1f} | {eff:.2f} | {share} |")
+            op = load(f"lat-op-{m}-b{b}-t{t}.json")
+            ops = f"{op['seq_per_s']:.1f}: {sps / op['seq_per_s']:.2f}x" if op and op.get("seq_per_s") else ""
+            lines.append(f"| {m} | {b} | {t} | {sps:.1f} | {eff:.2f} | {share} | {ops} |")
 if low:
     lines.append("")
     lines.append(f"low peak: under 0.8 x threads x the one-thread peak ({one:.0f} GOP/s) in both measurements")
