@@ -81,9 +81,10 @@ static int same_outputs(const bert8_outputs *a, const bert8_outputs *b) {
     return ok;
 }
 
-/* One batch padded and packed on both models; `split` says whether the call must split. */
+/* One batch padded and packed on both models; split[0] (padded) and split[1] (packed) say whether
+ * the call must split. */
 static void run_batch(const char *name, const bert8_model *op, const bert8_model *sp, const batch *x, int nt,
-                      bool split) {
+                      const bool split[2]) {
     bert8_session *so = NULL, *ss = NULL;
     CHECK(bert8_session_create(op, &so) == BERT8_OK && bert8_session_create(sp, &ss) == BERT8_OK);
     for (int mode = 0; mode < 2 && so && ss; mode++) {
@@ -95,8 +96,8 @@ static void run_batch(const char *name, const bert8_model *op, const bert8_model
         CHECKF(s1 == BERT8_OK && s2 == BERT8_OK, "%s: %s / %s", name, bert8_session_last_error(so),
                bert8_session_last_error(ss));
         if (s1 || s2) continue;
-        CHECKF(so->nkids == 0 && (ss->nkids == nt) == split, "%s %s B=%lld, %d threads: %d groups (split expected: %d)",
-               name, mode ? "packed" : "padded", (long long)x->B, nt, ss->nkids, (int)split);
+        CHECKF(so->nkids == 0 && (ss->nkids == nt) == split[mode], "%s %s B=%lld, %d threads: %d groups (split expected: %d)",
+               name, mode ? "packed" : "padded", (long long)x->B, nt, ss->nkids, (int)split[mode]);
         CHECKF(same_outputs(&a, &b), "%s %s B=%lld T=%lld, %d threads: outputs differ from the op-by-op call", name,
                mode ? "packed" : "padded", (long long)x->B, (long long)x->T, nt);
     }
@@ -107,6 +108,7 @@ static void run_batch(const char *name, const bert8_model *op, const bert8_model
 static void run_models(const char *name, const bert8_model *op, const bert8_model *sp) {
     const bert8_model_info *in = bert8_model_get_info(op);
     const int64_t L = in->max_seq_len;
+    static const bool yes[2] = {true, true}, no[2] = {false, false}, packed_only[2] = {false, true};
     for (int nt = 2; nt <= 3; nt++) {
         bert8_set_threads(nt);
         int64_t len[64];
@@ -116,7 +118,7 @@ static void run_models(const char *name, const bert8_model *op, const bert8_mode
             const int64_t T = 1 + (int64_t)(next() % (uint64_t)L);
             for (int64_t b = 0; b < B; b++) len[b] = T;
             make_batch(in, B, len, &x);
-            run_batch(name, op, sp, &x, nt, true);
+            run_batch(name, op, sp, &x, nt, yes);
             free_batch(&x);
         }
         /* packed: each of 4 random lengths (1 and L among them) nt times, shuffled: even groups */
@@ -129,12 +131,22 @@ static void run_models(const char *name, const bert8_model *op, const bert8_mode
             len[b] = len[o], len[o] = t;
         }
         make_batch(in, B, len, &x);
-        run_batch(name, op, sp, &x, nt, true);
+        run_batch(name, op, sp, &x, nt, yes);
+        free_batch(&x);
+        /* packed: nt - 1 sequences of 2 tokens and two of 1, so that one group holds only
+         * length-1 sequences (as many token rows as sequences there, not in the batch); padded,
+         * nt + 1 sequences do not cut evenly */
+        B = 0;
+        for (int r = 0; r < nt - 1; r++) len[B++] = 2;
+        len[B++] = 1;
+        len[B++] = 1;
+        make_batch(in, B, len, &x);
+        run_batch(name, op, sp, &x, nt, packed_only);
         free_batch(&x);
         /* too few sequences to cut evenly (one short of 2 nt, all one length): op after op */
         for (int64_t b = 0; b < 2 * nt - 1; b++) len[b] = 3;
         make_batch(in, 2 * nt - 1, len, &x);
-        run_batch(name, op, sp, &x, nt, false);
+        run_batch(name, op, sp, &x, nt, no);
         free_batch(&x);
     }
 }

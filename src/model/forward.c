@@ -1173,6 +1173,7 @@ typedef struct split_job {
     bert8_outputs out[B8_SPLIT_MAX];
     bert8_status st[B8_SPLIT_MAX];
     float *dst[B8_SPLIT_OUTPUTS];
+    bool per_token[B8_SPLIT_OUTPUTS]; /* a row per token (a token-level output of a packed batch) */
 } split_job;
 
 static void split_run(void *ctx, int64_t i0, int64_t i1, int slot) {
@@ -1193,16 +1194,15 @@ static void split_copy(void *ctx, int64_t i0, int64_t i1, int slot) {
     const int64_t *cu = j->bt->cu_seqlens;
     for (int64_t i = i0; i < i1; i++) {
         const input *u = &j->sub[i];
-        const int64_t n = u->batch, ntok = u->cu_seqlens ? u->cu_seqlens[n] : 0;
+        const int64_t n = u->batch;
         for (int k = 0; k < B8_SPLIT_OUTPUTS; k++) {
             const bert8_tensor *t = out_tensor(&j->out[i], k);
             if (!j->dst[k]) continue;
             int64_t row = 1;
             for (int d = 1; d < t->ndim; d++) row *= t->shape[d];
-            const bool per_token = cu && t->shape[0] == ntok;
             for (int64_t q = 0; q < n; q++) {
                 const int64_t b = p->order[p->gs[i] + q];
-                if (per_token)
+                if (j->per_token[k])
                     memcpy(j->dst[k] + cu[b] * row, t->data + u->cu_seqlens[q] * row,
                            (size_t)((cu[b + 1] - cu[b]) * row) * sizeof(float));
                 else
@@ -1288,6 +1288,9 @@ static bert8_status split_forward(bert8_session *s, const input *bt, const split
         int64_t rows = 0, row = 1;
         for (int d = 1; d < t0->ndim; d++) row *= t0->shape[d];
         for (int i = 0; i < g; i++) rows += out_tensor(&j->out[i], k)->shape[0];
+        /* rows per token or per sequence: told apart by the total (a group of length-1 sequences
+         * alone has as many of one as of the other; when the whole batch does, both agree) */
+        j->per_token[k] = packed && rows == p->tok[g] && rows != B;
         if ((st = b8_buf_reserve(bufs[k], (size_t)rows, (size_t)row * sizeof(float), e))) {
             free(j);
             return st;
