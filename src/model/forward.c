@@ -1089,7 +1089,9 @@ static bool onednn_layers(const bert8_model *m) {
 /* A group may hold at most this much more than an even share of the tokens (the slowest group
  * sets the pace); a batch that cannot be cut as evenly runs op after op on all threads. */
 #define B8_SPLIT_IMBALANCE 1.05
-#define B8_SPLIT_MAX 64
+/* Groups of one call at most; with more threads than this, calls run op after op (a group per
+ * thread or none: fewer groups would leave threads idle for the whole pass). */
+#define B8_SPLIT_MAX 256
 #define B8_SPLIT_OUTPUTS 5
 
 static bert8_tensor *out_tensor(bert8_outputs *o, int k) {
@@ -1119,10 +1121,9 @@ static int desc_key(const void *x, const void *y) {
 static int split_groups(bert8_session *s, const input *bt, split_plan *p) {
     const bert8_model *m = s->model;
     if (!m->quantized || !m->seq_parallel || s->observe) return 0;
-    int g = b8_par_threads();
-    if (g > B8_SPLIT_MAX) g = B8_SPLIT_MAX;
+    const int g = b8_par_threads();
     const int64_t B = bt->batch;
-    if (g < 2 || B < g) return 0;
+    if (g < 2 || g > B8_SPLIT_MAX || B < g) return 0;
     /* s->split_order: the group of each sequence [B], then the order [B] */
     if (b8_buf_reserve(&s->split_order, (size_t)(2 * B), sizeof(int64_t), NULL)) return 0;
     int64_t *grp = s->split_order.p, *order = grp + B;
