@@ -1027,12 +1027,12 @@ static bert8_status heads(bert8_session *s, const rows *r) {
     return BERT8_OK;
 }
 
+/* The pass over a batch check_batch has accepted. */
 static bert8_status forward_rows(bert8_session *s, const input *bt, bert8_outputs *out) {
     b8_err *e = &s->err;
     const bert8_model *m = s->model;
     const b8_config *c = &m->cfg;
     bert8_status st;
-    if ((st = check_batch(m, bt, e))) return st;
     rows r;
     if ((st = make_rows(s, bt, &r))) return st;
     const int64_t H = c->hidden_size, I = c->intermediate_size, M = r.M;
@@ -1318,12 +1318,10 @@ static bert8_status split_forward(bert8_session *s, const input *bt, const split
  * OpenMP too: two pools spinning for the same cores would slow each other down. */
 static bert8_status forward(bert8_session *s, const input *bt, bert8_outputs *out) {
     const bool omp = onednn_layers(s->model);
-    bert8_status st;
-    if (!omp && bt->batch >= 2) {
-        if ((st = check_batch(s->model, bt, &s->err))) return st;
-        split_plan p;
-        if (split_groups(s, bt, &p)) return split_forward(s, bt, &p, out);
-    }
+    bert8_status st = check_batch(s->model, bt, &s->err);
+    if (st) return st;
+    split_plan p;
+    if (!omp && bt->batch >= 2 && split_groups(s, bt, &p)) return split_forward(s, bt, &p, out);
     const int was = b8_par_set_omp(omp);
     st = forward_rows(s, bt, out);
     b8_par_set_omp(was);
