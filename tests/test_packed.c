@@ -19,10 +19,7 @@ static const char *const MODELS[] = {"bert_model", "bert_gelu_new", "bert_seqcls
                                      "distilbert_qa", "xlmr_model", "xlmr_seqcls", "xlmr_qa", "bert_e2e", "xlmr_e2e"};
 
 static uint64_t rng = 88172645463325252ull;
-static uint64_t next(void) {
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return rng;
-}
+static uint64_t next(void) { return tu_xorshift(&rng); }
 
 typedef struct mix {
     int64_t B, T, total;

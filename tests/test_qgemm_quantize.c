@@ -15,10 +15,7 @@ int tcpu_spawn_with_cap(const char *isa, const char *child_arg);
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 static float rndf(float lo, float hi) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return lo + (hi - lo) * (float)(rng >> 40) / 16777216.0f;
+    return lo + (hi - lo) * (float)(tu_xorshift(&rng) >> 40) / 16777216.0f;
 }
 
 typedef struct twins {

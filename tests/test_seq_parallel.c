@@ -16,10 +16,7 @@ static const char *const MODELS[] = {"bert_model", "bert_seqcls", "bert_qa", "be
                                      "xlmr_qa"};
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t next(void) {
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return rng;
-}
+static uint64_t next(void) { return tu_xorshift(&rng); }
 
 typedef struct batch {
     int64_t B, T, total;

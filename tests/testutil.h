@@ -6,6 +6,7 @@
 #ifndef BERT8_TESTUTIL_H
 #define BERT8_TESTUTIL_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <math.h>
@@ -61,6 +62,13 @@ extern const char *tu_skip_reason; /* set by TU_SKIP inside the current test */
 
 /* Prints the summary line and returns the process exit code. */
 int tu_finish(void);
+
+/* xorshift64: the tests' deterministic pseudo-random numbers (*state must not be 0). */
+static inline uint64_t tu_xorshift(uint64_t *state) {
+    uint64_t x = *state;
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    return *state = x;
+}
 
 /* Path under the shared folder (../shared next to the repository, or $BERT8_SHARED). */
 const char *tu_shared_path(const char *rel);
