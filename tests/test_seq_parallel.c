@@ -93,8 +93,9 @@ static void run_batch(const char *name, const bert8_model *op, const bert8_model
         CHECKF(s1 == BERT8_OK && s2 == BERT8_OK, "%s: %s / %s", name, bert8_session_last_error(so),
                bert8_session_last_error(ss));
         if (s1 || s2) continue;
-        CHECKF(so->nkids == 0 && (ss->nkids == nt) == split[mode], "%s %s B=%lld, %d threads: %d groups (split expected: %d)",
-               name, mode ? "packed" : "padded", (long long)x->B, nt, ss->nkids, (int)split[mode]);
+        CHECKF(so->nkids == 0 && so->groups == 0 && ss->groups == (split[mode] ? nt : 0),
+               "%s %s B=%lld, %d threads: %d groups (split expected: %d)", name, mode ? "packed" : "padded",
+               (long long)x->B, nt, ss->groups, (int)split[mode]);
         CHECKF(same_outputs(&a, &b), "%s %s B=%lld T=%lld, %d threads: outputs differ from the op-by-op call", name,
                mode ? "packed" : "padded", (long long)x->B, (long long)x->T, nt);
     }
@@ -197,7 +198,7 @@ TEST(a_split_call_is_profiled) {
     if (q && bert8_session_create(q, &s) == BERT8_OK) {
         bert8_session_set_profiling(s, 1);
         bert8_outputs o;
-        CHECK(bert8_forward(s, &b, &o) == BERT8_OK && s->nkids == 2);
+        CHECK(bert8_forward(s, &b, &o) == BERT8_OK && s->groups == 2);
         double sec[BERT8_OP_COUNT];
         bert8_session_get_profile(s, sec);
         CHECK(sec[BERT8_OP_QKV] > 0 && sec[BERT8_OP_FFN_IN] > 0 && sec[BERT8_OP_ATTENTION] > 0);

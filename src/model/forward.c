@@ -1213,20 +1213,25 @@ static void split_copy(void *ctx, int64_t i0, int64_t i1, int slot) {
     }
 }
 
+/* The sessions of the first g groups (s->kids), made on first need. */
+static bert8_status need_kids(bert8_session *s, int g) {
+    if (s->nkids >= g) return BERT8_OK;
+    bert8_session **k = realloc(s->kids, (size_t)g * sizeof *k);
+    if (!k) return b8_fail(&s->err, BERT8_ERR_NOMEM, "out of memory for %d sessions of sequence groups", g);
+    s->kids = k;
+    for (; s->nkids < g; s->nkids++)
+        if (bert8_session_create(s->model, &s->kids[s->nkids]) != BERT8_OK)
+            return b8_fail(&s->err, BERT8_ERR_NOMEM, "out of memory for %d sessions of sequence groups", g);
+    return BERT8_OK;
+}
+
 static bert8_status split_forward(bert8_session *s, const input *bt, const split_plan *p, bert8_outputs *out) {
     b8_err *e = &s->err;
     const int g = p->g;
     const int64_t B = bt->batch;
     const bool packed = bt->cu_seqlens != NULL;
     bert8_status st;
-    if (s->nkids < g) {
-        bert8_session **k = realloc(s->kids, (size_t)g * sizeof *k);
-        if (!k) return b8_fail(e, BERT8_ERR_NOMEM, "out of memory for %d sessions of sequence groups", g);
-        s->kids = k;
-        for (; s->nkids < g; s->nkids++)
-            if (bert8_session_create(s->model, &s->kids[s->nkids]) != BERT8_OK)
-                return b8_fail(e, BERT8_ERR_NOMEM, "out of memory for %d sessions of sequence groups", g);
-    }
+    if ((st = need_kids(s, g))) return st;
     if (packed && ((st = b8_buf_reserve(&s->splitcu, (size_t)(B + g), sizeof(int64_t), e)) ||
                    (st = b8_buf_reserve(&s->split_ids, (size_t)p->tok[g], sizeof(int32_t), e)) ||
                    (bt->token_type_ids &&
@@ -1314,14 +1319,40 @@ static bert8_status split_forward(bert8_session *s, const input *bt, const split
     return BERT8_OK;
 }
 
+/* An op-by-op call of a session whose calls may split: run in the first group's session, so that
+ * the session keeps one workspace for its largest batch (shared with the first group of its
+ * split calls) rather than its own beside the groups' (test_memory). The outputs stay in that
+ * session's buffers, valid until the next call, as every call's are. */
+static bert8_status kid_forward(bert8_session *s, const input *bt, bert8_outputs *out) {
+    bert8_status st = need_kids(s, 1);
+    if (st) return st;
+    bert8_session *k = s->kids[0];
+    b8_err_clear(&k->err);
+    memset(&k->out, 0, sizeof k->out);
+    bert8_session_set_profiling(k, s->profiling);
+    if ((st = forward_rows(k, bt, &s->out))) {
+        s->err = k->err;
+        return st;
+    }
+    for (int op = 0; s->profiling && op < BERT8_OP_COUNT; op++) s->prof[op] += k->prof[op];
+    if (out) *out = s->out;
+    return BERT8_OK;
+}
+
 /* The pass on bert8's pool, or, where oneDNN runs the layers' products on OpenMP's threads, on
  * OpenMP too: two pools spinning for the same cores would slow each other down. */
 static bert8_status forward(bert8_session *s, const input *bt, bert8_outputs *out) {
-    const bool omp = onednn_layers(s->model);
-    bert8_status st = check_batch(s->model, bt, &s->err);
+    const bert8_model *m = s->model;
+    const bool omp = onednn_layers(m);
+    bert8_status st = check_batch(m, bt, &s->err);
     if (st) return st;
     split_plan p;
-    if (!omp && bt->batch >= 2 && split_groups(s, bt, &p)) return split_forward(s, bt, &p, out);
+    s->groups = 0;
+    if (!omp && bt->batch >= 2 && split_groups(s, bt, &p)) {
+        s->groups = p.g;
+        return split_forward(s, bt, &p, out);
+    }
+    if (!omp && m->quantized && m->seq_parallel && !s->observe) return kid_forward(s, bt, out);
     const int was = b8_par_set_omp(omp);
     st = forward_rows(s, bt, out);
     b8_par_set_omp(was);

@@ -46,10 +46,12 @@ struct bert8_session {
     int64_t prof_rows_ns;
     double prof_carry;
     /* Sequence-parallel calls (forward.c, split_forward): a session per group of sequences, each
-     * group run on one thread; the plan's order of the sequences, and for packed batches each
+     * group run on one thread (the first also runs the op-by-op calls of a model whose calls may
+     * split, kid_forward); the plan's order of the sequences, and for packed batches each
      * group's cu_seqlens (from 0), input_ids and token_type_ids gathered. */
     struct bert8_session **kids;
     int nkids;
+    int groups; /* the groups of the last call, 0 when it ran op after op */
     b8_buf splitcu, split_order, split_ids, split_types;
 };
 
