@@ -9,9 +9,9 @@
  *
  * Q, K and V arrive int8 (the QKV GEMM requantizes them with calibrated per-tensor scales,
  * score_scale = s_q s_k / sqrt(d), v_scale = s_v). The softmax is never normalised in float:
- * the unnormalised e comes out of the exponential already on the u8 scale (its maximum 255), so
- * a long row of small probabilities keeps its resolution, and 1/sum is folded into the row's
- * output scale (two passes over a row instead of five). The sum runs over 16 lanes (key j in lane j % 16) reduced 0..15. K is packed
+ * the unnormalised e is quantized against its maximum (1), so a long row of small probabilities
+ * keeps its resolution, and 1/sum is folded into the row's output scale (two passes over a
+ * row instead of five). The sum runs over 16 lanes (key j in lane j % 16) reduced 0..15. K is packed
  * once per call as [d/4][T16][4] (16 keys x 4 depths per vector, the vpdpbusd operand), V as
  * [T4/4][d][4]. Both twins compute the integer sums exactly and every float step in the same
  * order, so they agree bit for bit. */
