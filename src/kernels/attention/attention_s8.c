@@ -2,9 +2,9 @@
  * and their bit-identical scalar twin (the AVX2 kernel is in attention_s8_avx2.c).
  *
  *   scores[i][j] = ((q_i + 128) . k_j - 128 sum_k k_j[k]) * score_scale   int8 x int8 -> int32 (vpdpbusd)
- *   e[i][j]      = 255 exp(scores[i][j] - max_j scores[i][j]), 0 for masked keys  (vmath.h's exp2_255)
- *   p_u8[i][j]   = rne(min(e[i][j], 255))        the row's largest probability maps to 255
- *   ctx[i][d]    = (p_u8[i] . v[:, d]) * (v_scale / sum_j e[i][j])      u8 x int8 -> int32
+ *   e[i][j]      = exp(scores[i][j] - max_j scores[i][j]), 0 for masked keys     (vmath.h's exp)
+ *   p_u8[i][j]   = rne(e[i][j] * 255)            the row's largest probability maps to 255
+ *   ctx[i][d]    = (p_u8[i] . v[:, d]) * (v_scale / 255 / sum_j e[i][j])      u8 x int8 -> int32
  *   out          = ctx * ch_mul[d] (fp32), or rne(clamp(ctx * out_mul[d])) (int8)  the next GEMM's input
  *
  * Q, K and V arrive int8 (the QKV GEMM requantizes them with calibrated per-tensor scales,
@@ -93,22 +93,23 @@ static void pack(const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_
 
 /* e, p_u8 and the row's output scale of one row of scores (length T, p_u8 padded with zeros to
  * t4). A row whose keys are all masked attends to every key alike. */
-static float softmax_u8(const float *s, int64_t T, int64_t t4, const int32_t *mask, float v_scale, uint8_t *pu) {
+static float softmax_u8(const float *s, int64_t T, int64_t t4, const int32_t *mask, float v_scale255, uint8_t *pu) {
     float mx = -INFINITY;
     for (int64_t j = 0; j < T; j++)
         if (!mask || mask[j]) mx = s[j] > mx ? s[j] : mx;
     const bool none = mx == -INFINITY;
-    const float nm = -(mx * B8_VM_LOG2E);
     float lane[16] = {0};
     for (int64_t j = 0; j < T; j++) {
-        float e = none ? 255.0f : (!mask || mask[j]) ? b8_vm_exp2_255(fmaf(s[j], B8_VM_LOG2E, nm)) : 0.0f;
+        float e = none ? 1.0f : (!mask || mask[j]) ? b8_vm_exp(s[j] - mx) : 0.0f;
         lane[j % 16] += e;
-        pu[j] = (uint8_t)(int32_t)rintf(e < 255.0f ? e : 255.0f);
+        float x = e * 255.0f;
+        x = x < 255.0f ? x : 255.0f;
+        pu[j] = (uint8_t)(int32_t)rintf(x);
     }
     for (int64_t j = T; j < t4; j++) pu[j] = 0;
     float sum = lane[0];
     for (int l = 1; l < 16; l++) sum += lane[l];
-    return v_scale / sum;
+    return v_scale255 / sum;
 }
 
 static inline void store_ctx(float y, int64_t dd, const b8_attn_s8_params *p, float *ctx, int8_t *ctxq) {
@@ -121,7 +122,7 @@ void b8_attention_s8__scalar(const int8_t *q, const int8_t *k, const int8_t *v, 
                              int8_t *ctxq, int64_t ldo, void *scratch) {
     layout l = carve(scratch, T, d);
     pack(k, v, ld, T, d, &l);
-    const float vs = p->v_scale;
+    const float vs = p->v_scale / 255.0f;
     for (int64_t i = 0; i < T; i++) {
         for (int64_t j = 0; j < T; j++) {
             int32_t acc = 0;
@@ -140,10 +141,32 @@ void b8_attention_s8__scalar(const int8_t *q, const int8_t *k, const int8_t *v, 
 
 #define VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
 
-/* p_u8 of 16 u8-scaled probabilities e (0 <= e, about 255 at most): e rounded; vpmovusdb
- * saturates at 255, so no clamp is needed for the same bits as round(min(e, 255)). */
+/* vmath_avx512.h's exp with its last step, p * 2^n built from the exponent bits, done by one
+ * vscalefps: 2^n is a normal float for every n the clamp allows, so p * 2^n and scalef(p, n) are
+ * the same correctly rounded product, bit for bit (three operations fewer per 16 values); for a
+ * softmax's x = score - row max: x <= 0 in every lane whose result is kept (the lanes
+ * the max was taken over, and the masked-off ones are dropped after), so the upper clamp of
+ * exp16 changes no kept lane and is left out: the same bits there. */
+static inline __attribute__((always_inline)) VNNI __m512 exp16_nonpos(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(B8_VM_EXP_LO));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(B8_VM_LOG2E)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-B8_VM_LN2_HI), x);
+    r = _mm512_fmadd_ps(n, _mm512_set1_ps(-B8_VM_LN2_LO), r);
+    __m512 p = _mm512_set1_ps(B8_VM_EXP_C6);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(B8_VM_EXP_C5));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(B8_VM_EXP_C4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(B8_VM_EXP_C3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(B8_VM_EXP_C2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(B8_VM_EXP_C1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(B8_VM_EXP_C0));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* p_u8 of 16 probabilities e (0 <= e <= 1 in kept lanes): e * 255 rounded; vpmovusdb saturates at
+ * 255, so no clamp is needed for the same bits as round(min(e * 255, 255)). */
 static inline __attribute__((always_inline)) VNNI __m128i p_u8_16(__m512 e) {
-    return _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(e));
+    return _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(e, _mm512_set1_ps(255.0f))));
 }
 
 VNNI static inline __mmask16 lanes_left(int64_t left) {
@@ -386,7 +409,7 @@ static inline __attribute__((always_inline)) VNNI __m512 score16(const float *s,
 
 static inline __attribute__((always_inline)) VNNI void
 softmax_u8_body(const int rows, const float *s, const int32_t *sc, float scale, int64_t lds, int64_t T, int64_t t4,
-                const int32_t *mask, float v_scale, uint8_t *pu, int64_t ldpu, float *rs) {
+                const int32_t *mask, float v_scale255, uint8_t *pu, int64_t ldpu, float *rs) {
     const __m512 vsc = _mm512_set1_ps(scale);
     __m512 vmx[RB];
 #pragma GCC unroll 4
@@ -404,7 +427,7 @@ softmax_u8_body(const int rows, const float *s, const int32_t *sc, float scale, 
     for (int r = 0; r < rows; r++) {
         const float mx = _mm512_reduce_max_ps(vmx[r]);
         none[r] = mx == -INFINITY;
-        vm[r] = _mm512_set1_ps(-(mx * B8_VM_LOG2E));
+        vm[r] = _mm512_set1_ps(mx);
         acc[r] = _mm512_setzero_ps();
     }
     for (int64_t j = 0; j < t4; j += 16) {
@@ -413,8 +436,9 @@ softmax_u8_body(const int rows, const float *s, const int32_t *sc, float scale, 
         if (mask) km &= _mm512_mask_cmpneq_epi32_mask(inr, _mm512_maskz_loadu_epi32(inr, mask + j), _mm512_setzero_si512());
 #pragma GCC unroll 4
         for (int r = 0; r < rows; r++) {
-            const __m512 e = none[r] ? _mm512_maskz_mov_ps(inr, _mm512_set1_ps(255.0f))
-                                     : _mm512_maskz_mov_ps(km, b8_v16_exp2_255(score16(s, sc, r * lds + j, vsc, inr), vm[r]));
+            const __m512 e = none[r] ? _mm512_maskz_mov_ps(inr, _mm512_set1_ps(1.0f))
+                                     : _mm512_maskz_mov_ps(km, exp16_nonpos(_mm512_sub_ps(
+                                                                   score16(s, sc, r * lds + j, vsc, inr), vm[r])));
             acc[r] = _mm512_add_ps(acc[r], e);
             _mm_mask_storeu_epi8(pu + r * ldpu + j, out, p_u8_16(e));
         }
@@ -429,19 +453,19 @@ softmax_u8_body(const int rows, const float *s, const int32_t *sc, float scale, 
 #pragma GCC unroll 4
         for (int r = 0; r < rows; r++) sum[r] += lane[r][l];
 #pragma GCC unroll 4
-    for (int r = 0; r < rows; r++) rs[r] = v_scale / sum[r];
+    for (int r = 0; r < rows; r++) rs[r] = v_scale255 / sum[r];
 }
 
-VNNI static float softmax_u8_vnni(const float *s, int64_t T, int64_t t4, const int32_t *mask, float v_scale,
+VNNI static float softmax_u8_vnni(const float *s, int64_t T, int64_t t4, const int32_t *mask, float v_scale255,
                                   uint8_t *pu) {
     float rs;
-    softmax_u8_body(1, s, NULL, 1.0f, 0, T, t4, mask, v_scale, pu, 0, &rs);
+    softmax_u8_body(1, s, NULL, 1.0f, 0, T, t4, mask, v_scale255, pu, 0, &rs);
     return rs;
 }
 
 /* RB rows of scores (stride t16) into p_u8 rows (stride t4) and their output scales. */
-VNNI static void softmax_u8_rows(const layout *l, int64_t T, const int32_t *mask, float v_scale, float *rs) {
-    softmax_u8_body(RB, l->s, NULL, 1.0f, l->t16, T, l->t4, mask, v_scale, l->pu, l->t4, rs);
+VNNI static void softmax_u8_rows(const layout *l, int64_t T, const int32_t *mask, float v_scale255, float *rs) {
+    softmax_u8_body(RB, l->s, NULL, 1.0f, l->t16, T, l->t4, mask, v_scale255, l->pu, l->t4, rs);
 }
 
 VNNI void b8_attention_s8__avx512vnni(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T,
@@ -449,7 +473,7 @@ VNNI void b8_attention_s8__avx512vnni(const int8_t *q, const int8_t *k, const in
                                       float *ctx, int8_t *ctxq, int64_t ldo, void *scratch) {
     layout l = carve(scratch, T, d);
     pack_vnni(k, v, ld, T, d, &l);
-    const float vs = p->v_scale;
+    const float vs = p->v_scale / 255.0f;
     const __m512i flip = _mm512_set1_epi8((char)0x80);
     float rs[RB];
     for (int64_t i = 0; i < T; i += RB) {
@@ -709,7 +733,7 @@ AMXT static void b8_attention_s8_amx64(const int8_t *q, const int8_t *k, const i
     B8_AMX_BARRIER();
     _tile_loadconfig(&cfg);
     const __m512 vsc = _mm512_set1_ps(p->score_scale);
-    const float vs = p->v_scale;
+    const float vs255 = p->v_scale / 255.0f;
     const int64_t nch = (t16 + KCH - 1) / KCH;
 /* 16-key tiles of chunk c (those before t16) */
 #define B8_N16(c) ((int)((t16 - (c) * KCH) / 16 < 4 ? (t16 - (c) * KCH) / 16 : 4))
@@ -780,11 +804,11 @@ AMXT static void b8_attention_s8_amx64(const int8_t *q, const int8_t *k, const i
                     const float *rel = p->rel ? p->rel + (T - 1 - (i + r)) + j : NULL;
                     __m512 e;
                     if (none[r]) {
-                        e = _mm512_maskz_mov_ps(inr, _mm512_set1_ps(255.0f));
+                        e = _mm512_maskz_mov_ps(inr, _mm512_set1_ps(1.0f));
                     } else {
                         __m512 x = _mm512_maskz_mov_ps(inr, chunk_score16(sb + r * KCH + 16 * t, vsc, rel, inr));
                         B8_NO_CONTRACT(x);
-                        e = _mm512_maskz_mov_ps(km, b8_v16_exp2_255(x, _mm512_set1_ps(-(mx[r] * B8_VM_LOG2E))));
+                        e = _mm512_maskz_mov_ps(km, exp16_nonpos(_mm512_sub_ps(x, _mm512_set1_ps(mx[r]))));
                     }
                     acc[r] = _mm512_add_ps(acc[r], e);
                     _mm_storeu_si128((__m128i *)(pb + r * KCH + 16 * t), p_u8_16(e));
@@ -803,7 +827,7 @@ AMXT static void b8_attention_s8_amx64(const int8_t *q, const int8_t *k, const i
             _mm512_storeu_ps(lane, acc[r]);
             sum = lane[0];
             for (int l = 1; l < 16; l++) sum += lane[l];
-            const __m512 vr = _mm512_set1_ps(vs / sum);
+            const __m512 vr = _mm512_set1_ps(vs255 / sum);
             for (int64_t d0 = 0; d0 < d; d0 += 16) {
                 const __m512 y = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cx + r * 64 + d0)), vr);
                 store_ctx16(y, (__mmask16)0xFFFF, d0, p, ctx ? ctx + (i + r) * ldo : NULL,
@@ -836,7 +860,7 @@ AMXT void b8_attention_s8__amx(const int8_t *q, const int8_t *k, const int8_t *v
     b8_amx_tilecfg_16x64(&cfg);
     B8_AMX_BARRIER();
     _tile_loadconfig(&cfg);
-    const float vs = p->v_scale;
+    const float vs = p->v_scale / 255.0f;
     const __m512 vsc = _mm512_set1_ps(p->score_scale);
     float rs[RBA];
     for (int64_t i = 0; i < T; i += RBA) {
@@ -930,7 +954,7 @@ void b8_attention_s8_window__scalar(const int8_t *q, const int8_t *k, const int8
     uint8_t *extra = (uint8_t *)scratch + b8_attention_s8_scratch_bytes(T, d);
     int32_t *wm = (int32_t *)(((uintptr_t)extra + 63) & ~(uintptr_t)63);
     uint8_t *pu = (uint8_t *)(wm + RB * l.t16);
-    const float vs = p->v_scale;
+    const float vs = p->v_scale / 255.0f;
     for (int64_t i = 0; i < T; i++) {
         const int64_t lo = i - w > 0 ? i - w : 0, hi = i + w < T - 1 ? i + w : T - 1;
         const int64_t c0 = lo / 16 * 16, n = hi - c0 + 1, n4 = round_up(n, 4);
@@ -959,7 +983,7 @@ VNNI void b8_attention_s8_window__avx512vnni(const int8_t *q, const int8_t *k, c
     uint8_t *extra = (uint8_t *)scratch + b8_attention_s8_scratch_bytes(T, d);
     int32_t *wm = (int32_t *)(((uintptr_t)extra + 63) & ~(uintptr_t)63);
     uint8_t *pu = (uint8_t *)(wm + RB * l.t16);
-    const float vs = p->v_scale;
+    const float vs = p->v_scale / 255.0f;
     const __m512 vsc = _mm512_set1_ps(p->score_scale);
     const __m512i flip = _mm512_set1_epi8((char)0x80);
     int32_t tile[RB * 64] __attribute__((aligned(64)));

@@ -4,7 +4,7 @@
  * Both products run on vpmaddwd with operands widened to int16, which is exact for any int8 or
  * u8 value (two products per int32 lane). Widening changes one thing: Q.K^T needs no +128 shift,
  * since q . k is computed directly and equals (q + 128) . k - 128 sum k, the twins' value. The
- * float steps (score scale, vmath's exp2_255, the 16-lane sums of the softmax reduced 0..15, the u8
+ * float steps (score scale, vmath's exp, the 16-lane sums of the softmax reduced 0..15, the u8
  * rounding, the row scale, the output rounding) are the scalar twin's, in its order.
  *
  * Layout (scratch): K as int16 pairs [d/2][t16][2] (8 keys x 2 depths per vector), V as int16
@@ -161,9 +161,9 @@ A2 static inline void store_p8(__m256 x, int16_t *dst, int64_t left) {
     }
 }
 
-/* The scalar twin's softmax_u8 on one row: e = 255 exp(s - max) (0 for masked keys, 255 everywhere
- * when every key is masked), p = rne(min(e, 255)) for keys [0, t4) (0 past T), the row scale. */
-A2 static float softmax_row2(const float *s, int64_t T, int64_t t4, const int32_t *mask, float v_scale,
+/* The scalar twin's softmax_u8 on one row: e (0 for masked keys, 1 everywhere when every key is
+ * masked), p = rne(min(e * 255, 255)) for keys [0, t4) (0 past T), the row scale. */
+A2 static float softmax_row2(const float *s, int64_t T, int64_t t4, const int32_t *mask, float v_scale255,
                              int16_t *pr) {
     const __m256 ninf = _mm256_set1_ps(-INFINITY);
     __m256 vmx = ninf;
@@ -178,7 +178,7 @@ A2 static float softmax_row2(const float *s, int64_t T, int64_t t4, const int32_
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
     const float mx = _mm_cvtss_f32(m4);
     const bool none = mx == -INFINITY;
-    const __m256 nm = _mm256_set1_ps(-(mx * B8_VM_LOG2E)), k255 = _mm256_set1_ps(255.0f);
+    const __m256 vm = _mm256_set1_ps(mx), k255 = _mm256_set1_ps(255.0f), one = _mm256_set1_ps(1.0f);
     __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int64_t j = 0; j < t4; j += 16) {
 #pragma GCC unroll 2
@@ -188,11 +188,11 @@ A2 static float softmax_row2(const float *s, int64_t T, int64_t t4, const int32_
             __m256i km = inr;
             if (mask) km = _mm256_andnot_si256(_mm256_cmpeq_epi32(_mm256_maskload_epi32((const int *)mask + jj, inr),
                                                                   _mm256_setzero_si256()), inr);
-            const __m256 e = none ? _mm256_and_ps(k255, _mm256_castsi256_ps(inr))
-                                  : _mm256_and_ps(b8_v8_exp2_255(_mm256_maskload_ps(s + jj, inr), nm),
+            const __m256 e = none ? _mm256_and_ps(one, _mm256_castsi256_ps(inr))
+                                  : _mm256_and_ps(b8_v8_exp(_mm256_sub_ps(_mm256_maskload_ps(s + jj, inr), vm)),
                                                   _mm256_castsi256_ps(km));
             acc[h] = _mm256_add_ps(acc[h], e);
-            store_p8(_mm256_min_ps(e, k255), pr + jj, t4 - jj);
+            store_p8(_mm256_min_ps(_mm256_mul_ps(e, k255), k255), pr + jj, t4 - jj);
         }
     }
     float lane[16];
@@ -200,7 +200,7 @@ A2 static float softmax_row2(const float *s, int64_t T, int64_t t4, const int32_
     _mm256_storeu_ps(lane + 8, acc[1]);
     float sum = lane[0];
     for (int i = 1; i < 16; i++) sum += lane[i];
-    return v_scale / sum;
+    return v_scale255 / sum;
 }
 
 A2 void b8_attention_s8__avx2(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_t d,
@@ -209,7 +209,7 @@ A2 void b8_attention_s8__avx2(const int8_t *q, const int8_t *k, const int8_t *v,
     (void)mode; /* masked keys get e = 0 in both modes, as in the scalar twin */
     layout2 l = carve2(scratch, T, d);
     pack2(k, v, ld, T, d, &l);
-    const float vs = p->v_scale;
+    const float vs = p->v_scale / 255.0f;
     float rs[RB];
     for (int64_t i = 0; i < T; i += RB) {
         const int rb = T - i >= RB ? RB : (int)(T - i);

@@ -39,18 +39,6 @@ float b8_vm_exp(float x) {
     return p * s;
 }
 
-float b8_vm_exp2_255(float t) {
-    t = vmax(t, B8_VM_E2_LO);
-    const float n = rintf(t), r = t - n;
-    float p = B8_VM_E2_C5;
-    p = fmaf(p, r, B8_VM_E2_C4);
-    p = fmaf(p, r, B8_VM_E2_C3);
-    p = fmaf(p, r, B8_VM_E2_C2);
-    p = fmaf(p, r, B8_VM_E2_C1);
-    p = fmaf(p, r, B8_VM_E2_C0);
-    return p * pow2i(n);
-}
-
 float b8_vm_erf(float z) {
     float c = vmin(vmax(z, -B8_VM_ERF_CLAMP), B8_VM_ERF_CLAMP);
     float t = c * c;

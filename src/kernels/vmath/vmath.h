@@ -30,20 +30,6 @@
 #define B8_VM_EXP_C5 8.375128731e-03f
 #define B8_VM_EXP_C6 1.394858118e-03f
 
-/* The INT8 softmax's exponential (attention_s8.c), 255 e^x in base 2: with t = x log2(e) + nm,
- * nm = -(row max x log2(e)) (one fused multiply-add per score), t clamped below at B8_VM_E2_LO
- * (2^n stays a normal float), n = rint(t), r = t - n (exact), 255 x 2^r by a degree-5
- * polynomial fitted for relative error on [-1/2, 1/2] (1.5e-7 in float arithmetic), times 2^n:
- * the probability already scaled to the u8 range, 14 operations per vector where exp(x - max)
- * then x 255 took 18. */
-#define B8_VM_E2_LO (-125.0f)
-#define B8_VM_E2_C0 2.550000153e+02f
-#define B8_VM_E2_C1 1.767524719e+02f
-#define B8_VM_E2_C2 6.125640488e+01f
-#define B8_VM_E2_C3 1.415431881e+01f
-#define B8_VM_E2_C4 2.467262983e+00f
-#define B8_VM_E2_C5 3.385500312e-01f
-
 /* erf(z) = c * P(c^2) / Q(c^2), c = z clamped to [-B8_VM_ERF_CLAMP, B8_VM_ERF_CLAMP] (erf(3.92)
  * rounds to 1): one rational function for the whole range, P degree 6 and Q degree 4 in c^2,
  * fitted for relative error; 13 multiply-adds and one division. */
@@ -70,8 +56,6 @@
 /* Scalar twins (vmath.c). Kept out of line so they are never inlined into, and contracted
  * by, a function compiled for an FMA target. */
 float b8_vm_exp(float x);
-/* 255 x 2^t (the B8_VM_E2 constants): t as the softmax forms it, fmaf(x, B8_VM_LOG2E, nm). */
-float b8_vm_exp2_255(float t);
 float b8_vm_erf(float x);
 float b8_vm_gelu(float x);
 float b8_vm_gelu_tanh(float x);

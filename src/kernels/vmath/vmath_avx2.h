@@ -44,23 +44,6 @@ B8_V256_INLINE __m256 b8_v8_exp(__m256 x) {
     return _mm256_mul_ps(p, s);
 }
 
-/* vmath.c's b8_vm_exp2_255(fma(x, log2 e, nm)) on 8 scores x (nm = -(row max x log2 e)): the
- * INT8 softmax's 255 e^(x - max); 2^n from the exponent bits (a normal float for every n the
- * clamp allows), so p * 2^n is the twin's product. */
-B8_V256_INLINE __m256 b8_v8_exp2_255(__m256 x, __m256 nm) {
-    const __m256 t = _mm256_max_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(B8_VM_LOG2E), nm), _mm256_set1_ps(B8_VM_E2_LO));
-    const __m256 n = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m256 r = _mm256_sub_ps(t, n);
-    __m256 p = _mm256_set1_ps(B8_VM_E2_C5);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(B8_VM_E2_C4));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(B8_VM_E2_C3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(B8_VM_E2_C2));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(B8_VM_E2_C1));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(B8_VM_E2_C0));
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-}
-
 B8_V256_INLINE __m256 b8_v8_erf(__m256 z) {
     __m256 c = _mm256_min_ps(_mm256_max_ps(z, _mm256_set1_ps(-B8_VM_ERF_CLAMP)), _mm256_set1_ps(B8_VM_ERF_CLAMP));
     __m256 t = _mm256_mul_ps(c, c);

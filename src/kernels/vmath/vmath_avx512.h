@@ -37,22 +37,6 @@ B8_V512_INLINE __m512 b8_v16_exp(__m512 x) {
     return _mm512_mul_ps(p, s);
 }
 
-/* vmath.c's b8_vm_exp2_255(fma(x, log2 e, nm)) on 16 scores x (nm = -(row max x log2 e)): the
- * INT8 softmax's 255 e^(x - max). 2^n is a normal float for every n the clamp allows, so
- * scalef(p, n) is the twin's p * 2^n bit for bit. */
-B8_V512_INLINE __m512 b8_v16_exp2_255(__m512 x, __m512 nm) {
-    const __m512 t = _mm512_max_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(B8_VM_LOG2E), nm), _mm512_set1_ps(B8_VM_E2_LO));
-    const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m512 r = _mm512_sub_ps(t, n);
-    __m512 p = _mm512_set1_ps(B8_VM_E2_C5);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(B8_VM_E2_C4));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(B8_VM_E2_C3));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(B8_VM_E2_C2));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(B8_VM_E2_C1));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(B8_VM_E2_C0));
-    return _mm512_scalef_ps(p, n);
-}
-
 B8_V512_INLINE __m512 b8_v16_erf(__m512 z) {
     __m512 c = _mm512_min_ps(_mm512_max_ps(z, _mm512_set1_ps(-B8_VM_ERF_CLAMP)), _mm512_set1_ps(B8_VM_ERF_CLAMP));
     __m512 t = _mm512_mul_ps(c, c);
