@@ -98,6 +98,10 @@ static void run_batch(const char *name, const bert8_model *op, const bert8_model
                (long long)x->B, nt, ss->groups, (int)split[mode]);
         CHECKF(same_outputs(&a, &b), "%s %s B=%lld T=%lld, %d threads: outputs differ from the op-by-op call", name,
                mode ? "packed" : "padded", (long long)x->B, (long long)x->T, nt);
+        /* a session whose calls may split keeps no workspace of its own: its op-by-op calls ran in
+         * the first group's session (kid_forward) */
+        CHECKF(ss->nkids >= 1 && !ss->qkv.p && !ss->ffn.p && !ss->gemm_ws.p && !ss->att.p,
+               "%s %s: the call's session allocated a workspace beside its groups'", name, mode ? "packed" : "padded");
     }
     bert8_session_free(so);
     bert8_session_free(ss);
