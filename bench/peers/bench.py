@@ -536,7 +536,11 @@ def main():
                     log(f"round {r}/{a.rounds} {name} shape {shape}: {summary} [{time.time() - t0:.0f} s]")
                     save()
     res["finished"] = datetime.datetime.now().isoformat(timespec="seconds")
-    save()
+    # the finished record compressed (report.py reads both forms; the plain file, rewritten after
+    # every round, is what an interrupted run leaves)
+    report.dump(res, json_path + ".gz")
+    os.remove(json_path)
+    json_path += ".gz"
     md_path, png_path = report.write(res, json_path)
     log(f"wrote {json_path}")
     log(f"wrote {md_path}")

@@ -1,7 +1,12 @@
 """Turns the raw JSON of a run into the Markdown table and the PNG plot.
 
-  python report.py results/peers-TAG.json      # rewrites results/peers-TAG.md and .png
+  python report.py results/peers-TAG.json.gz   # rewrites results/peers-TAG.md and .png
+
+A finished run's raw JSON is stored gzip-compressed (bench.py writes peers-TAG.json.gz at its end:
+the records travel with every copy of the working tree, device calls included); a plain .json, as
+an interrupted run leaves it, is read too.
 """
+import gzip
 import json
 import os
 import statistics
@@ -102,8 +107,26 @@ def ceilings(res, model, shape, packed=False):
     return pk["fp32_gflops_per_core"] * th / gop, pk["int8_gops_per_core"] * th / gop
 
 
+def stem(json_path):
+    """results/peers-TAG.json.gz or .json -> results/peers-TAG"""
+    p = json_path[:-3] if json_path.endswith(".gz") else json_path
+    return os.path.splitext(p)[0]
+
+
+def load(json_path):
+    """A run's raw JSON, gzip-compressed (.json.gz) or plain."""
+    with (gzip.open if json_path.endswith(".gz") else open)(json_path, "rt") as f:
+        return json.load(f)
+
+
+def dump(res, json_path):
+    """Writes a run's raw JSON, gzip-compressed when the name ends in .gz."""
+    with (gzip.open if json_path.endswith(".gz") else open)(json_path, "wt") as f:
+        json.dump(res, f, indent=1)
+
+
 def write(res, json_path):
-    base = os.path.splitext(json_path)[0]
+    base = stem(json_path)
     md_path = base + ".md"
     agg = aggregate(res)
     st = res["settings"]
@@ -393,11 +416,10 @@ def int8_instruction(res):
     return "vpdpbusd"
 
 if __name__ == "__main__":
-    # python report.py RESULTS.json [--peaks PEAKS.json]: --peaks replaces the peaks the run measured
+    # python report.py RESULTS.json[.gz] [--peaks PEAKS.json]: --peaks replaces the peaks the run measured
     # when it started (kept as "peaks_at_start"), e.g. by the best of several quiet measurements, in
     # the JSON too, so that the table, the plot and the raw file agree.
-    with open(sys.argv[1]) as f:
-        r = json.load(f)
+    r = load(sys.argv[1])
     if len(sys.argv) == 4 and sys.argv[2] == "--peaks":
         with open(sys.argv[3]) as f:
             d = json.load(f)
@@ -407,8 +429,7 @@ if __name__ == "__main__":
                       "source": d.get("source", f"--peaks {sys.argv[3]}")}
         if d.get("int8_instruction"):
             r["peaks"]["int8_instruction"] = d["int8_instruction"]
-        with open(sys.argv[1], "w") as f:
-            json.dump(r, f, indent=1)
+        dump(r, sys.argv[1])
     elif len(sys.argv) != 2:
-        sys.exit("usage: report.py RESULTS.json [--peaks PEAKS.json]")
+        sys.exit("usage: report.py RESULTS.json[.gz] [--peaks PEAKS.json]")
     print("\n".join(p for p in write(r, sys.argv[1]) if p))

@@ -7,7 +7,7 @@
 #
 # Makes the venv bench/peers/work/venv (pinned requirements.txt; torch==2.13.0 CPU), builds the
 # random checkpoints, prepares every peer's model, runs each system in a fresh process per round
-# and writes bench/peers/results/peers-TAG.{json,md,png}. Every option of bench.py is accepted:
+# and writes bench/peers/results/peers-TAG.{json.gz,md,png}. Every option of bench.py is accepted:
 # `bash bench/peers/run.sh --help` lists them.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"

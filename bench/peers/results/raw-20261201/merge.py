@@ -1,5 +1,5 @@
 """Merges the BERT-base peers runs of 2026-12-01 into one results file (docs/benchmarks.md says how)."""
-import json, sys
+import gzip, json, sys
 R = ''  # run from bench/peers/results/: python3 raw-20261201/merge.py PEAKS_JSON
 a = json.load(open('raw-20261201/peers-bert-base-2t-round1.json'))            # round 1, fixed shapes (its mix column was stopped)
 b = json.load(open('raw-20261201/peers-bert-base-r23.json'))      # rounds 2-3, fixed shapes
@@ -31,5 +31,5 @@ out['finished'] = b1.get('finished')
 out['settings'] = dict(a['settings'], rounds=3, tag=out['tag'])
 out['peaks'] = peaks
 out['models']['bert-base']['mix'] = m23['models']['bert-base'].get('mix') or m1['models']['bert-base'].get('mix')
-json.dump(out, open(R + 'peers-bert-base-20261201.json', 'w'), indent=1)
+json.dump(out, gzip.open(R + 'peers-bert-base-20261201.json.gz', 'wt'), indent=1)  # compressed as every finished record
 print(len(runs), 'runs')
