@@ -20,7 +20,7 @@
 #       vpdpbusd/AMX peak at that thread count), OUT/lscpu.txt and OUT/raw.tar.gz (every raw
 #       output: the device tool returns at most 8 files). The op count is bench/peers/common.py's.
 #
-# Only bert8 runs there: OpenVINO's wheel (59 MB) does not travel beside the 57 MB working tree
+# Only bert8 runs there: OpenVINO's wheel (59 MB) does not travel beside the 50 MB working tree
 # (64 MiB per call). Weights are random (speed does not depend on them); the figures are
 # throughput, not accuracy.
 set -euo pipefail
