@@ -1117,10 +1117,16 @@ static int desc_key(const void *x, const void *y) {
     return a < b ? 1 : a > b ? -1 : 0;
 }
 
+/* Whether the session's calls may split into sequence groups: an INT8 model loaded without
+ * BERT8_SEQ_PARALLEL=0 and no calibration hook (forward() also leaves out models whose products
+ * run on oneDNN's OpenMP threads). Such a session runs its op-by-op calls in the first group's
+ * session too (kid_forward). */
+static bool may_split(const bert8_session *s) {
+    return s->model->quantized && s->model->seq_parallel && !s->observe;
+}
+
 /* The groups for this call (p->g), or 0: the call runs op after op on all threads. */
 static int split_groups(bert8_session *s, const input *bt, split_plan *p) {
-    const bert8_model *m = s->model;
-    if (!m->quantized || !m->seq_parallel || s->observe) return 0;
     const int g = b8_par_threads();
     const int64_t B = bt->batch;
     if (g < 2 || g > B8_SPLIT_MAX || B < g) return 0;
@@ -1321,8 +1327,8 @@ static bert8_status split_forward(bert8_session *s, const input *bt, const split
 
 /* An op-by-op call of a session whose calls may split: run in the first group's session, so that
  * the session keeps one workspace for its largest batch (shared with the first group of its
- * split calls) rather than its own beside the groups' (test_memory). The outputs stay in that
- * session's buffers, valid until the next call, as every call's are. */
+ * split calls) rather than its own beside the groups' (test_seq_parallel, test_memory). The
+ * outputs stay in that session's buffers, valid until the next call, as every call's are. */
 static bert8_status kid_forward(bert8_session *s, const input *bt, bert8_outputs *out) {
     bert8_status st = need_kids(s, 1);
     if (st) return st;
@@ -1348,11 +1354,13 @@ static bert8_status forward(bert8_session *s, const input *bt, bert8_outputs *ou
     if (st) return st;
     split_plan p;
     s->groups = 0;
-    if (!omp && bt->batch >= 2 && split_groups(s, bt, &p)) {
-        s->groups = p.g;
-        return split_forward(s, bt, &p, out);
+    if (!omp && may_split(s)) {
+        if (bt->batch >= 2 && split_groups(s, bt, &p)) {
+            s->groups = p.g;
+            return split_forward(s, bt, &p, out);
+        }
+        return kid_forward(s, bt, out);
     }
-    if (!omp && m->quantized && m->seq_parallel && !s->observe) return kid_forward(s, bt, out);
     const int was = b8_par_set_omp(omp);
     st = forward_rows(s, bt, out);
     b8_par_set_omp(was);
