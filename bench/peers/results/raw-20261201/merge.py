@@ -31,5 +31,6 @@ out['finished'] = b1.get('finished')
 out['settings'] = dict(a['settings'], rounds=3, tag=out['tag'])
 out['peaks'] = peaks
 out['models']['bert-base']['mix'] = m23['models']['bert-base'].get('mix') or m1['models']['bert-base'].get('mix')
-json.dump(out, gzip.open(R + 'peers-bert-base-20261201.json.gz', 'wt'), indent=1)  # compressed as every finished record
+with gzip.open(R + 'peers-bert-base-20261201.json.gz', 'wt') as f:  # compressed as every finished record
+    json.dump(out, f, indent=1)
 print(len(runs), 'runs')
