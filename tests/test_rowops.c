@@ -9,6 +9,7 @@
 #include "kernels/attention/attention.h"
 #include "kernels/attention/rel_dot.h"
 #include "kernels/quantize/quantize.h"
+#include "kernels/vmath/vmath_avx2.h"
 
 #include <float.h>
 #include <stdlib.h>
@@ -545,6 +546,26 @@ TEST(int8_attention_with_every_key_masked) {
     }
 }
 
+/* The largest e * 255 of the AVX2 exp over every float x in [-1, 0]: the AVX2 INT8 attention stores
+ * rne(e * 255) without the twins' min(., 255), which is the same only while this is at most 255
+ * (below -1, e < 0.37). */
+B8_T256 static float avx2_exp255_max(void) {
+    float worst = 0.0f;
+    for (uint32_t b = 0x80000000u; b <= 0xBF800000u; b += 8) { /* -0 .. -1 */
+        const __m256i bits = _mm256_add_epi32(_mm256_set1_epi32((int)b), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        float f[8];
+        _mm256_storeu_ps(f, _mm256_mul_ps(b8_v8_exp(_mm256_castsi256_ps(bits)), _mm256_set1_ps(255.0f)));
+        for (int i = 0; i < 8; i++) worst = f[i] > worst ? f[i] : worst;
+    }
+    return worst;
+}
+
+TEST(int8_attention_avx2_probabilities_need_no_clamp) {
+    if (!b8_cpu_allows(B8_ISA_AVX2)) TU_SKIP("no AVX2");
+    const float worst = avx2_exp255_max();
+    CHECKF(worst == 255.0f, "max e * 255 = %.9g", worst);
+}
+
 /* INT8 sliding-window attention: the VNNI kernel against its scalar twin bit for bit (fp32 and int8
  * outputs, padding masks), and the scalar twin against double-precision windowed attention on the
  * dequantized Q, K, V. */
@@ -627,6 +648,7 @@ int main(void) {
     RUN(int8_attention_twins_bit_exact_and_close_to_fp32);
     RUN(int8_attention_amx_small_heads_bit_exact);
     RUN(int8_attention_with_every_key_masked);
+    RUN(int8_attention_avx2_probabilities_need_no_clamp);
     RUN(window_attention_twins_bit_exact_and_correct); /* last: its random draws leave the others' data as before */
     RUN(int8_window_attention_twins_bit_exact_and_close_to_fp32);
     RUN(rel_dot_twins_bit_exact_and_correct); /* after the others: their random data stay as before */

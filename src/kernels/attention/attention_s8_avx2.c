@@ -50,36 +50,80 @@ static layout2 carve2(void *scratch, int64_t T, int64_t d) {
     return l;
 }
 
-static void pack2(const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_t d, const layout2 *l) {
-    for (int64_t g = 0; g < d / 2; g++) {
-        int16_t *row = l->k + g * l->t16 * 2;
-        for (int64_t j = 0; j < T; j++) {
-            row[2 * j] = k[j * ld + 2 * g];
-            row[2 * j + 1] = k[j * ld + 2 * g + 1];
-        }
-        memset(row + 2 * T, 0, (size_t)(2 * (l->t16 - T)) * sizeof(int16_t));
+/* dst[c] = column c of the 8 x 8 int32 matrix whose rows are r[0..7]. */
+A2 static inline void transpose8x8(const __m256i r[8], __m256i dst[8]) {
+    __m256i t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
     }
-    for (int64_t g = 0; g < l->t4 / 2; g++)
-        for (int c = 0; c < 2; c++) {
-            const int64_t j = 2 * g + c;
-            int16_t *o = l->v + g * d * 2 + c;
-            if (j < T)
-                for (int64_t dd = 0; dd < d; dd++) o[2 * dd] = v[j * ld + dd];
-            else
-                for (int64_t dd = 0; dd < d; dd++) o[2 * dd] = 0;
-        }
+    for (int i = 0; i < 8; i += 4) { /* half h of u[i + c]: rows i..i+3 of column 4h + c */
+        u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
+        u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
+        u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
+        u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int c = 0; c < 4; c++) {
+        dst[c] = _mm256_permute2x128_si256(u[c], u[4 + c], 0x20);
+        dst[4 + c] = _mm256_permute2x128_si256(u[c], u[4 + c], 0x31);
+    }
 }
 
-/* `rows` (a constant at each caller) x 16 int32 dot products over `groups` pairs: row r's pairs at
- * a + r * lda (int16), group g's 16 columns at b + g * ldb (two vectors, loaded under m0, m1). */
-static inline __attribute__((always_inline)) A2 void dot_rows16(const int rows, const int16_t *a, int64_t lda,
-                                                                const int16_t *b, int64_t ldb, int64_t groups,
-                                                                __m256i m0, __m256i m1, __m256i acc[RB][2]) {
+/* K as int16 pairs [d/2][t16][2] (keys past T zero), V as int16 pairs [t4/2][d][2] (key 2g in
+ * the low half of pair g, keys past T zero). K: 8 keys x 8 pairs (16 depths) widened and
+ * transposed as 8 x 8 dwords at a time; V: two keys' 8 bytes widened and interleaved. Pairs and
+ * depths past the last full block one by one. */
+A2 static void pack2(const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_t d, const layout2 *l) {
+    const int64_t g2 = d / 2, gfull = g2 / 8 * 8;
+    for (int64_t j0 = 0; j0 < l->t16; j0 += 8) {
+        for (int64_t g0 = 0; g0 < gfull; g0 += 8) {
+            __m256i r[8], c[8];
+            for (int i = 0; i < 8; i++)
+                r[i] = j0 + i < T ? _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(k + (j0 + i) * ld + 2 * g0)))
+                                  : _mm256_setzero_si256();
+            transpose8x8(r, c);
+            for (int g = 0; g < 8; g++) _mm256_storeu_si256((__m256i *)(l->k + ((g0 + g) * l->t16 + j0) * 2), c[g]);
+        }
+        for (int64_t g = gfull; g < g2; g++)
+            for (int64_t j = j0; j < j0 + 8; j++) {
+                int16_t *o = l->k + (g * l->t16 + j) * 2;
+                o[0] = j < T ? k[j * ld + 2 * g] : 0;
+                o[1] = j < T ? k[j * ld + 2 * g + 1] : 0;
+            }
+    }
+    for (int64_t g = 0; g < l->t4 / 2; g++) {
+        const int8_t *r0 = 2 * g < T ? v + 2 * g * ld : NULL, *r1 = 2 * g + 1 < T ? v + (2 * g + 1) * ld : NULL;
+        int16_t *o = l->v + g * d * 2;
+        int64_t dd = 0;
+        for (; dd + 8 <= d; dd += 8) {
+            const __m128i a = r0 ? _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(r0 + dd))) : _mm_setzero_si128();
+            const __m128i b = r1 ? _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(r1 + dd))) : _mm_setzero_si128();
+            _mm_storeu_si128((__m128i *)(o + 2 * dd), _mm_unpacklo_epi16(a, b));
+            _mm_storeu_si128((__m128i *)(o + 2 * dd + 8), _mm_unpackhi_epi16(a, b));
+        }
+        for (; dd < d; dd++) {
+            o[2 * dd] = r0 ? r0[dd] : 0;
+            o[2 * dd + 1] = r1 ? r1[dd] : 0;
+        }
+    }
+}
+
+/* `rows` x 16 int32 dot products over `groups` pairs into tile[RB][16]: row r's pairs at a + r *
+ * lda (int16), group g's 16 columns at b + g * ldb (two vectors, loaded under m0, m1 when
+ * `masked`, else whole). rows and masked are constants in each function below: inlined into its
+ * callers, GCC 12 copied the accumulators to other registers on every step and kept one on the
+ * stack, a store and reload in the loop's dependency chain (half the time of a head's products). */
+static inline __attribute__((always_inline)) A2 void dot_rows16(const int rows, const bool masked, const int16_t *a,
+                                                                int64_t lda, const int16_t *b, int64_t ldb,
+                                                                int64_t groups, __m256i m0, __m256i m1, int32_t *tile) {
+    __m256i acc[RB][2];
 #pragma GCC unroll 4
     for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
     for (int64_t g = 0; g < groups; g++) {
         const int16_t *br = b + g * ldb;
-        const __m256i b0 = _mm256_maskload_epi32((const int *)br, m0), b1 = _mm256_maskload_epi32((const int *)(br + 16), m1);
+        const __m256i b0 = masked ? _mm256_maskload_epi32((const int *)br, m0) : _mm256_loadu_si256((const __m256i *)br);
+        const __m256i b1 = masked ? _mm256_maskload_epi32((const int *)(br + 16), m1)
+                                  : _mm256_loadu_si256((const __m256i *)(br + 16));
 #pragma GCC unroll 4
         for (int r = 0; r < rows; r++) {
             int32_t w;
@@ -89,6 +133,34 @@ static inline __attribute__((always_inline)) A2 void dot_rows16(const int rows, 
             acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(ab, b1));
         }
     }
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++) {
+        _mm256_storeu_si256((__m256i *)(tile + 16 * r), acc[r][0]);
+        _mm256_storeu_si256((__m256i *)(tile + 16 * r + 8), acc[r][1]);
+    }
+}
+
+#define DOT_ROWS(R, M, NAME)                                                                                        \
+    A2 __attribute__((noinline)) static void NAME(const int16_t *a, int64_t lda, const int16_t *b, int64_t ldb,     \
+                                                  int64_t groups, __m256i m0, __m256i m1, int32_t *tile) {          \
+        dot_rows16(R, M, a, lda, b, ldb, groups, m0, m1, tile);                                                     \
+    }
+DOT_ROWS(1, false, dot_1)
+DOT_ROWS(2, false, dot_2)
+DOT_ROWS(3, false, dot_3)
+DOT_ROWS(4, false, dot_4)
+DOT_ROWS(1, true, dot_1m)
+DOT_ROWS(2, true, dot_2m)
+DOT_ROWS(3, true, dot_3m)
+DOT_ROWS(4, true, dot_4m)
+#undef DOT_ROWS
+
+/* dot_rows16 of `rows` (1..RB) rows */
+A2 static void dot_rows(int rows, bool masked, const int16_t *a, int64_t lda, const int16_t *b, int64_t ldb,
+                        int64_t groups, __m256i m0, __m256i m1, int32_t *tile) {
+    typedef void (*dot_fn)(const int16_t *, int64_t, const int16_t *, int64_t, int64_t, __m256i, __m256i, int32_t *);
+    static const dot_fn fs[2][RB] = {{dot_1, dot_2, dot_3, dot_4}, {dot_1m, dot_2m, dot_3m, dot_4m}};
+    fs[masked][rows - 1](a, lda, b, ldb, groups, m0, m1, tile);
 }
 
 /* Scores of `rows` query rows (l->q) against every key, scaled, into l->s. */
@@ -96,12 +168,13 @@ static inline __attribute__((always_inline)) A2 void scores2(const int rows, con
     const __m256 vsc = _mm256_set1_ps(scale);
     const __m256i all = _mm256_set1_epi32(-1);
     for (int64_t c0 = 0; c0 < l->t16; c0 += 16) {
-        __m256i acc[RB][2];
-        dot_rows16(rows, l->q, d, l->k + c0 * 2, l->t16 * 2, d / 2, all, all, acc);
+        int32_t tile[RB * 16] __attribute__((aligned(32)));
+        dot_rows(rows, false, l->q, d, l->k + c0 * 2, l->t16 * 2, d / 2, all, all, tile);
 #pragma GCC unroll 4
         for (int r = 0; r < rows; r++) {
-            _mm256_storeu_ps(l->s + r * l->t16 + c0, _mm256_mul_ps(_mm256_cvtepi32_ps(acc[r][0]), vsc));
-            _mm256_storeu_ps(l->s + r * l->t16 + c0 + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(acc[r][1]), vsc));
+            _mm256_storeu_ps(l->s + r * l->t16 + c0, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_load_si256((const __m256i *)(tile + 16 * r))), vsc));
+            _mm256_storeu_ps(l->s + r * l->t16 + c0 + 8,
+                             _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_load_si256((const __m256i *)(tile + 16 * r + 8))), vsc));
         }
     }
 }
@@ -135,16 +208,17 @@ static inline __attribute__((always_inline)) A2 void context2(const int rows, co
                                                               int8_t *ctxq, int64_t ldo) {
     for (int64_t d0 = 0; d0 < d; d0 += 16) {
         const __m256i m0 = b8_v8_lanes(d - d0), m1 = b8_v8_lanes(d - d0 - 8);
-        __m256i acc[RB][2];
-        dot_rows16(rows, l->p, l->t4, l->v + d0 * 2, d * 2, l->t4 / 2, m0, m1, acc);
+        int32_t tile[RB * 16] __attribute__((aligned(32)));
+        dot_rows(rows, d - d0 < 16, l->p, l->t4, l->v + d0 * 2, d * 2, l->t4 / 2, m0, m1, tile);
 #pragma GCC unroll 4
         for (int r = 0; r < rows; r++) {
             const __m256 vr = _mm256_set1_ps(rs[r]);
             float *cr = ctx ? ctx + r * ldo : NULL;
             int8_t *qr = ctxq ? ctxq + r * ldo : NULL;
-            store_ctx8(_mm256_mul_ps(_mm256_cvtepi32_ps(acc[r][0]), vr), m0, d0, d - d0, p, cr, qr);
+            const __m256i *tr = (const __m256i *)(tile + 16 * r);
+            store_ctx8(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_load_si256(tr)), vr), m0, d0, d - d0, p, cr, qr);
             if (d - d0 > 8)
-                store_ctx8(_mm256_mul_ps(_mm256_cvtepi32_ps(acc[r][1]), vr), m1, d0 + 8, d - d0 - 8, p, cr, qr);
+                store_ctx8(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_load_si256(tr + 1)), vr), m1, d0 + 8, d - d0 - 8, p, cr, qr);
         }
     }
 }
@@ -161,25 +235,62 @@ A2 static inline void store_p8(__m256 x, int16_t *dst, int64_t left) {
     }
 }
 
-/* The scalar twin's softmax_u8 on one row: e (0 for masked keys, 1 everywhere when every key is
- * masked), p = rne(min(e * 255, 255)) for keys [0, t4) (0 past T), the row scale. */
-A2 static float softmax_row2(const float *s, int64_t T, int64_t t4, const int32_t *mask, float v_scale255,
-                             int16_t *pr) {
+/* vmath_avx2.h's exp without its upper clamp: for x = score - row max, x <= 0 in every lane whose
+ * result is kept (the others are cleared after), so the clamp changes no kept lane: the same bits. */
+static inline __attribute__((always_inline)) A2 __m256 exp8_nonpos(__m256 x) {
+    x = _mm256_max_ps(x, _mm256_set1_ps(B8_VM_EXP_LO));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(B8_VM_LOG2E)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-B8_VM_LN2_HI), x);
+    r = _mm256_fmadd_ps(n, _mm256_set1_ps(-B8_VM_LN2_LO), r);
+    __m256 p = _mm256_set1_ps(B8_VM_EXP_C6);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(B8_VM_EXP_C5));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(B8_VM_EXP_C4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(B8_VM_EXP_C3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(B8_VM_EXP_C2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(B8_VM_EXP_C1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(B8_VM_EXP_C0));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+/* The scalar twin's softmax_u8 on `rows` rows at once (a constant at each caller; scores at stride
+ * l->t16, probabilities at stride l->t4, the row scales into rs): e (0 for masked keys, 1
+ * everywhere when every key of the row is masked), p = rne(min(e * 255, 255)) for keys [0, t4) (0
+ * past T). The rows' steps are interleaved, as in the VNNI kernel: one row alone is a chain of
+ * dependent maxima and sums (two rows here: four spill AVX2's 16 registers). The min is left out: e <= 1 in every kept lane (exp8_nonpos of x <= 0
+ * times 255 is at most 255 for every float x in [-1, 0]; below -1 it is under 0.37), so it
+ * changes nothing (test_rowops' int8_attention_avx2_probabilities_need_no_clamp checks that
+ * bound); store_p8's saturation is not at 255. */
+static inline __attribute__((always_inline)) A2 void softmax_rows2(const int rows, const layout2 *l, int64_t T,
+                                                                   const int32_t *mask, float v_scale255, float *rs) {
+    const int64_t t4 = l->t4;
     const __m256 ninf = _mm256_set1_ps(-INFINITY);
-    __m256 vmx = ninf;
+    __m256 vmx[RB];
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++) vmx[r] = ninf;
     for (int64_t j = 0; j < T; j += 8) {
         __m256i k = b8_v8_lanes(T - j);
         if (mask) k = _mm256_andnot_si256(_mm256_cmpeq_epi32(_mm256_maskload_epi32((const int *)mask + j, k),
                                                              _mm256_setzero_si256()), k);
-        vmx = _mm256_max_ps(vmx, _mm256_blendv_ps(ninf, _mm256_maskload_ps(s + j, k), _mm256_castsi256_ps(k)));
+#pragma GCC unroll 4
+        for (int r = 0; r < rows; r++)
+            vmx[r] = _mm256_max_ps(vmx[r], _mm256_blendv_ps(ninf, _mm256_maskload_ps(l->s + r * l->t16 + j, k),
+                                                            _mm256_castsi256_ps(k)));
     }
-    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmx), _mm256_extractf128_ps(vmx, 1));
-    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-    const float mx = _mm_cvtss_f32(m4);
-    const bool none = mx == -INFINITY;
-    const __m256 vm = _mm256_set1_ps(mx), k255 = _mm256_set1_ps(255.0f), one = _mm256_set1_ps(1.0f);
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    bool none[RB];
+    __m256 vm[RB], acc[RB][2];
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++) {
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmx[r]), _mm256_extractf128_ps(vmx[r], 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float mx = _mm_cvtss_f32(m4);
+        none[r] = mx == -INFINITY;
+        vm[r] = _mm256_set1_ps(mx);
+        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    }
+    const __m256 k255 = _mm256_set1_ps(255.0f), one = _mm256_set1_ps(1.0f);
     for (int64_t j = 0; j < t4; j += 16) {
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
@@ -188,19 +299,26 @@ A2 static float softmax_row2(const float *s, int64_t T, int64_t t4, const int32_
             __m256i km = inr;
             if (mask) km = _mm256_andnot_si256(_mm256_cmpeq_epi32(_mm256_maskload_epi32((const int *)mask + jj, inr),
                                                                   _mm256_setzero_si256()), inr);
-            const __m256 e = none ? _mm256_and_ps(one, _mm256_castsi256_ps(inr))
-                                  : _mm256_and_ps(b8_v8_exp(_mm256_sub_ps(_mm256_maskload_ps(s + jj, inr), vm)),
-                                                  _mm256_castsi256_ps(km));
-            acc[h] = _mm256_add_ps(acc[h], e);
-            store_p8(_mm256_min_ps(_mm256_mul_ps(e, k255), k255), pr + jj, t4 - jj);
+#pragma GCC unroll 4
+            for (int r = 0; r < rows; r++) {
+                const __m256 e =
+                    none[r] ? _mm256_and_ps(one, _mm256_castsi256_ps(inr))
+                            : _mm256_and_ps(exp8_nonpos(_mm256_sub_ps(_mm256_maskload_ps(l->s + r * l->t16 + jj, inr), vm[r])),
+                                            _mm256_castsi256_ps(km));
+                acc[r][h] = _mm256_add_ps(acc[r][h], e);
+                store_p8(_mm256_mul_ps(e, k255), l->p + r * t4 + jj, t4 - jj);
+            }
         }
     }
-    float lane[16];
-    _mm256_storeu_ps(lane, acc[0]);
-    _mm256_storeu_ps(lane + 8, acc[1]);
-    float sum = lane[0];
-    for (int i = 1; i < 16; i++) sum += lane[i];
-    return v_scale255 / sum;
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++) {
+        float lane[16];
+        _mm256_storeu_ps(lane, acc[r][0]);
+        _mm256_storeu_ps(lane + 8, acc[r][1]);
+        float sum = lane[0];
+        for (int i = 1; i < 16; i++) sum += lane[i];
+        rs[r] = v_scale255 / sum;
+    }
 }
 
 A2 void b8_attention_s8__avx2(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_t d,
@@ -228,7 +346,12 @@ A2 void b8_attention_s8__avx2(const int8_t *q, const int8_t *k, const int8_t *v,
         default: scores2(1, &l, d, p->score_scale); break;
         }
         for (int r = 0; r < rb && p->rel; r++) b8_attention_add_rel(l.s + r * l.t16, T, p->rel, i + r);
-        for (int r = 0; r < rb; r++) rs[r] = softmax_row2(l.s + r * l.t16, T, l.t4, mask, vs, l.p + r * l.t4);
+        for (int r = 0; r < rb;) { /* two rows at a time, then one */
+            layout2 part = l;
+            part.s = l.s + r * l.t16, part.p = l.p + r * l.t4;
+            if (rb - r >= 2) softmax_rows2(2, &part, T, mask, vs, rs + r), r += 2;
+            else softmax_rows2(1, &part, T, mask, vs, rs + r), r += 1;
+        }
         float *cb = ctx ? ctx + i * ldo : NULL;
         int8_t *qb = ctxq ? ctxq + i * ldo : NULL;
         switch (rb) {
