@@ -6,9 +6,11 @@ another register on each iteration (it did in the INT8 GEMM's register-fused til
 attention's P.V loop and the peak loops). Zen 4 eliminates such moves; Ice Lake runs them on
 the ports of vpdpbusd and FMA, and the kernels lost half their rate there. This script
 disassembles the kernel objects of a Release build (objdump -d), finds every innermost loop
-(a backward jump that encloses no other) with at least 4 vpdpbusd/FMA instructions, and fails
-when such a loop holds more register-to-register vector moves than half its vpdpbusd/FMA
-count, or stores a vector register to the stack (a spill). The copying loops had two moves per
+(a backward jump that encloses no other) with at least 4 product instructions (vpdpbusd, the
+AVX2 kernels' vpmaddwd and vpmaddubsw, FMA), and fails when such a loop holds more
+register-to-register vector moves than half its product count, or stores a vector register to
+the stack (a spill). The AVX2 INT8 attention's loops had both until 7828527, unseen while only
+vpdpbusd and FMA counted. The copying loops had two moves per
 vpdpbusd; the epilogue loops (GELU polynomials, a few moves per row) stay far under half.
 
   scripts/check_kernel_loops.py [BUILD_DIR]      (default: build)
@@ -19,7 +21,7 @@ import shutil
 import subprocess
 import sys
 
-ARITH = re.compile(r"(vpdpbusds?|vfn?m(add|sub)\d+[ps]s)\b")
+ARITH = re.compile(r"(vpdpbusds?|vpmaddwd|vpmaddubsw|vfn?m(add|sub)\d+[ps]s)\b")
 REGMOVE = re.compile(r"vmov(dqa|dqu|aps|ups|apd|upd)(32|64)?\s+%[xyz]mm\d+,%[xyz]mm\d+$")
 SPILL = re.compile(r"vmov\w*\s+%[xyz]mm\d+,-?(0x[0-9a-f]+)?\(%r[sb]p\)")
 JUMP = re.compile(r"j\w+\s+([0-9a-f]+)\b")
@@ -71,7 +73,7 @@ def main():
                 moves = sum(1 for t in body if REGMOVE.match(t))
                 spills = sum(1 for t in body if SPILL.match(t))
                 if moves * 2 > arith or spills:
-                    bad.append(f"{obj.name}: {name}, loop at {lo:#x}: {arith} vpdpbusd/FMA, "
+                    bad.append(f"{obj.name}: {name}, loop at {lo:#x}: {arith} products, "
                                f"{moves} register moves, {spills} vector stores to the stack")
     for b in bad:
         print("check_kernel_loops:", b, file=sys.stderr)
