@@ -566,7 +566,7 @@ TEST(int8_attention_avx2_probabilities_need_no_clamp) {
     CHECKF(worst == 255.0f, "max e * 255 = %.9g", worst);
 }
 
-/* INT8 sliding-window attention: the VNNI kernel against its scalar twin bit for bit (fp32 and int8
+/* INT8 sliding-window attention: the VNNI and AVX2 kernels against their scalar twin bit for bit (fp32 and int8
  * outputs, padding masks), and the scalar twin against double-precision windowed attention on the
  * dequantized Q, K, V. */
 TEST(int8_window_attention_twins_bit_exact_and_close_to_fp32) {
@@ -574,7 +574,7 @@ TEST(int8_window_attention_twins_bit_exact_and_close_to_fp32) {
     static const int64_t TS[] = {1, 3, 5, 16, 17, 40, 130};
     static const int64_t DS[] = {4, 16, 20, 48, 64, 80};
     static const int64_t WS[] = {0, 1, 3, 8, 17, 64, 200};
-    const bool vnni = b8_cpu_allows(B8_ISA_AVX512_VNNI);
+    const bool vnni = b8_cpu_allows(B8_ISA_AVX512_VNNI), avx2 = b8_cpu_allows(B8_ISA_AVX2);
     for (size_t ti = 0; ti < sizeof TS / sizeof *TS; ti++)
         for (size_t di = 0; di < sizeof DS / sizeof *DS; di++)
             for (size_t wi = 0; wi < sizeof WS / sizeof *WS; wi++) {
@@ -605,6 +605,16 @@ TEST(int8_window_attention_twins_bit_exact_and_close_to_fp32) {
                                    memcmp(o1, o2, (size_t)(T * ldo)) == 0,
                                "int8 window T=%lld d=%lld w=%lld mask=%d", (long long)T, (long long)d, (long long)w,
                                useMask);
+                    }
+                    if (avx2) {
+                        memset(c2, 0, sizeof(float) * (size_t)(T * ldo));
+                        memset(o2, 0, (size_t)(T * ldo));
+                        b8_attention_s8_window__avx2(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, w, mk, c2, NULL, ldo, scr);
+                        b8_attention_s8_window__avx2(qkv, qkv + d, qkv + 2 * d, ld, T, d, &p, w, mk, NULL, o2, ldo, scr);
+                        CHECKF(memcmp(c1, c2, sizeof(float) * (size_t)(T * ldo)) == 0 &&
+                                   memcmp(o1, o2, (size_t)(T * ldo)) == 0,
+                               "avx2 int8 window T=%lld d=%lld w=%lld mask=%d", (long long)T, (long long)d,
+                               (long long)w, useMask);
                     }
                     /* against double precision over the window's real keys (rows that have one) */
                     double worst = 0;

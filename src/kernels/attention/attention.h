@@ -96,8 +96,8 @@ b8_attention_s8_fn b8_attention_s8_best(void);
 /* INT8 sliding-window attention: query i sees keys |i - j| <= w only (no relative bias); the
  * scores outside a row's window, from its first key rounded down to a multiple of 16, are never
  * formed. Arguments as b8_attention_s8_fn's; scratch holds
- * b8_attention_s8_window_scratch_bytes(T, d), 64-byte aligned. The VNNI kernel and its scalar
- * twin agree bit for bit. */
+ * b8_attention_s8_window_scratch_bytes(T, d), 64-byte aligned. The VNNI and AVX2 kernels and their
+ * scalar twin agree bit for bit. */
 typedef void (*b8_attention_s8_window_fn)(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T,
                                           int64_t d, const b8_attn_s8_params *p, int64_t w, const int32_t *mask,
                                           float *ctx, int8_t *ctxq, int64_t ldo, void *scratch);
@@ -108,8 +108,28 @@ void b8_attention_s8_window__scalar(const int8_t *q, const int8_t *k, const int8
 void b8_attention_s8_window__avx512vnni(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T,
                                         int64_t d, const b8_attn_s8_params *p, int64_t w, const int32_t *mask,
                                         float *ctx, int8_t *ctxq, int64_t ldo, void *scratch);
-/* The VNNI kernel where the dispatcher runs VNNI or AMX INT8 attention, else NULL (sliding layers
- * then run fp32 attention between their INT8 products). */
+/* AVX2 (attention_s8_avx2.c), bit-identical to the other two. */
+void b8_attention_s8_window__avx2(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_t d,
+                                  const b8_attn_s8_params *p, int64_t w, const int32_t *mask, float *ctx, int8_t *ctxq,
+                                  int64_t ldo, void *scratch);
+/* The VNNI kernel where the dispatcher runs VNNI or AMX INT8 attention, the AVX2 one where it runs
+ * AVX2 INT8 attention, else NULL (sliding layers then run fp32 attention between their INT8
+ * products). */
 b8_attention_s8_window_fn b8_attention_s8_window_best(void);
+
+/* The window mask of query row i over keys [c0, c0 + n) (every window kernel's one way of forming
+ * it): 1 in the window and not masked (or, when none of the window's keys is, in the window). */
+static inline void b8_attention_window_mask(int64_t i, int64_t w, int64_t T, int64_t c0, int64_t n,
+                                            const int32_t *mask, int32_t *wm) {
+    const int64_t lo = i - w > 0 ? i - w : 0, hi = i + w < T - 1 ? i + w : T - 1;
+    bool any = false;
+    for (int64_t j = 0; j < n; j++) {
+        const int64_t key = c0 + j;
+        wm[j] = key >= lo && key <= hi && (!mask || mask[key]);
+        any = any || wm[j];
+    }
+    if (!any)
+        for (int64_t j = 0; j < n; j++) wm[j] = c0 + j >= lo && c0 + j <= hi;
+}
 
 #endif

@@ -929,21 +929,9 @@ b8_attention_s8_fn b8_attention_s8_best(void) { return (b8_attention_s8_fn)b8_di
 
 size_t b8_attention_s8_window_scratch_bytes(int64_t T, int64_t d) {
     const int64_t t16 = round_up(T, 16);
-    return b8_attention_s8_scratch_bytes(T, d) + (size_t)(RB * t16 * 5 + 128);
-}
-
-/* The window mask of row i over keys [c0, c0 + n): in the window and not masked (or, when none
- * of the window's keys is, in the window). */
-static void window_mask(int64_t i, int64_t w, int64_t T, int64_t c0, int64_t n, const int32_t *mask, int32_t *wm) {
-    const int64_t lo = i - w > 0 ? i - w : 0, hi = i + w < T - 1 ? i + w : T - 1;
-    bool any = false;
-    for (int64_t j = 0; j < n; j++) {
-        const int64_t key = c0 + j;
-        wm[j] = key >= lo && key <= hi && (!mask || mask[key]);
-        any = any || wm[j];
-    }
-    if (!any)
-        for (int64_t j = 0; j < n; j++) wm[j] = c0 + j >= lo && c0 + j <= hi;
+    /* past the block kernels' scratch: window masks [RB][t16] int32, then probabilities [RB][t16]
+     * (u8 here, int16 in the AVX2 kernel) */
+    return b8_attention_s8_scratch_bytes(T, d) + (size_t)(RB * t16 * 6 + 128);
 }
 
 void b8_attention_s8_window__scalar(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T,
@@ -964,7 +952,7 @@ void b8_attention_s8_window__scalar(const int8_t *q, const int8_t *k, const int8
                 acc += (int32_t)(uint8_t)(q[i * ld + kk] + 128) * l.kp[((kk / 4) * l.t16 + c0 + j) * 4 + kk % 4];
             l.s[j] = (float)(acc - l.comp[c0 + j]) * p->score_scale;
         }
-        window_mask(i, w, T, c0, n, mask, wm);
+        b8_attention_window_mask(i, w, T, c0, n, mask, wm);
         const float rs = softmax_u8(l.s, n, n4, wm, vs, pu);
         for (int64_t dd = 0; dd < d; dd++) {
             int32_t acc = 0;
@@ -1015,7 +1003,7 @@ VNNI void b8_attention_s8_window__avx512vnni(const int8_t *q, const int8_t *k, c
             }
         }
         for (int r = 0; r < rb; r++) {
-            window_mask(i + r, w, T, c0, n, mask, wm + r * l.t16);
+            b8_attention_window_mask(i + r, w, T, c0, n, mask, wm + r * l.t16);
             rs[r] = softmax_u8_vnni(l.s + r * l.t16, n, n, wm + r * l.t16, vs, pu + r * l.t16);
         }
         for (int r = rb; r < RB; r++) memset(pu + r * l.t16, 0, (size_t)n);
@@ -1040,5 +1028,7 @@ VNNI void b8_attention_s8_window__avx512vnni(const int8_t *q, const int8_t *k, c
 
 b8_attention_s8_window_fn b8_attention_s8_window_best(void) {
     const b8_attention_s8_fn f = b8_attention_s8_best();
-    return f == b8_attention_s8__avx512vnni || f == b8_attention_s8__amx ? b8_attention_s8_window__avx512vnni : NULL;
+    return f == b8_attention_s8__avx512vnni || f == b8_attention_s8__amx ? b8_attention_s8_window__avx512vnni
+           : f == b8_attention_s8__avx2                                     ? b8_attention_s8_window__avx2
+                                                                            : NULL;
 }

@@ -202,14 +202,16 @@ A2 static inline void store_ctx8(__m256 y, __m256i m, int64_t d0, int64_t left, 
     }
 }
 
-/* Context of `rows` rows from l->p and their row scales. */
-static inline __attribute__((always_inline)) A2 void context2(const int rows, const layout2 *l, int64_t d,
+/* Context of `rows` rows from their probabilities (pp, row stride ldp, int16 pairs of keys) times
+ * the `groups` key pairs of packed V from vv on, and their row scales. */
+static inline __attribute__((always_inline)) A2 void context2(const int rows, const int16_t *pp, int64_t ldp,
+                                                              const int16_t *vv, int64_t groups, int64_t d,
                                                               const float *rs, const b8_attn_s8_params *p, float *ctx,
                                                               int8_t *ctxq, int64_t ldo) {
     for (int64_t d0 = 0; d0 < d; d0 += 16) {
         const __m256i m0 = b8_v8_lanes(d - d0), m1 = b8_v8_lanes(d - d0 - 8);
         int32_t tile[RB * 16] __attribute__((aligned(32)));
-        dot_rows(rows, d - d0 < 16, l->p, l->t4, l->v + d0 * 2, d * 2, l->t4 / 2, m0, m1, tile);
+        dot_rows(rows, d - d0 < 16, pp, ldp, vv + d0 * 2, d * 2, groups, m0, m1, tile);
 #pragma GCC unroll 4
         for (int r = 0; r < rows; r++) {
             const __m256 vr = _mm256_set1_ps(rs[r]);
@@ -254,29 +256,37 @@ static inline __attribute__((always_inline)) A2 __m256 exp8_nonpos(__m256 x) {
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
+/* The lanes of in whose key is not masked (mask: the 8 keys' flags, or NULL for none masked). */
+static inline __attribute__((always_inline)) A2 __m256i key_lanes(__m256i in, const int32_t *mask) {
+    if (!mask) return in;
+    return _mm256_andnot_si256(_mm256_cmpeq_epi32(_mm256_maskload_epi32((const int *)mask, in), _mm256_setzero_si256()), in);
+}
+
 /* The scalar twin's softmax_u8 on `rows` rows at once (a constant at each caller; scores at stride
- * l->t16, probabilities at stride l->t4, the row scales into rs): e (0 for masked keys, 1
+ * lds, probabilities at stride ldp, row r's key mask at mask + r * ldm with row_masks (a
+ * constant), else one mask for all rows; the row scales into rs): e (0 for masked keys, 1
  * everywhere when every key of the row is masked), p = rne(min(e * 255, 255)) for keys [0, t4) (0
  * past T). The rows' steps are interleaved, as in the VNNI kernel: one row alone is a chain of
  * dependent maxima and sums (two rows here: four spill AVX2's 16 registers). The min is left out: e <= 1 in every kept lane (exp8_nonpos of x <= 0
  * times 255 is at most 255 for every float x in [-1, 0]; below -1 it is under 0.37), so it
  * changes nothing (test_rowops' int8_attention_avx2_probabilities_need_no_clamp checks that
  * bound); store_p8's saturation is not at 255. */
-static inline __attribute__((always_inline)) A2 void softmax_rows2(const int rows, const layout2 *l, int64_t T,
-                                                                   const int32_t *mask, float v_scale255, float *rs) {
-    const int64_t t4 = l->t4;
+static inline __attribute__((always_inline)) A2 void softmax_rows2(const int rows, const bool row_masks, const float *s,
+                                                                   int64_t lds, int64_t T, int64_t t4,
+                                                                   const int32_t *mask, int64_t ldm, float v_scale255,
+                                                                   int16_t *pp, int64_t ldp, float *rs) {
     const __m256 ninf = _mm256_set1_ps(-INFINITY);
     __m256 vmx[RB];
 #pragma GCC unroll 4
     for (int r = 0; r < rows; r++) vmx[r] = ninf;
     for (int64_t j = 0; j < T; j += 8) {
-        __m256i k = b8_v8_lanes(T - j);
-        if (mask) k = _mm256_andnot_si256(_mm256_cmpeq_epi32(_mm256_maskload_epi32((const int *)mask + j, k),
-                                                             _mm256_setzero_si256()), k);
+        const __m256i in = b8_v8_lanes(T - j), k0 = key_lanes(in, mask ? mask + j : NULL);
 #pragma GCC unroll 4
-        for (int r = 0; r < rows; r++)
-            vmx[r] = _mm256_max_ps(vmx[r], _mm256_blendv_ps(ninf, _mm256_maskload_ps(l->s + r * l->t16 + j, k),
+        for (int r = 0; r < rows; r++) {
+            const __m256i k = row_masks && r ? key_lanes(in, mask + r * ldm + j) : k0;
+            vmx[r] = _mm256_max_ps(vmx[r], _mm256_blendv_ps(ninf, _mm256_maskload_ps(s + r * lds + j, k),
                                                             _mm256_castsi256_ps(k)));
+        }
     }
     bool none[RB];
     __m256 vm[RB], acc[RB][2];
@@ -295,18 +305,16 @@ static inline __attribute__((always_inline)) A2 void softmax_rows2(const int row
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
             const int64_t jj = j + 8 * h;
-            const __m256i inr = b8_v8_lanes(T - jj);
-            __m256i km = inr;
-            if (mask) km = _mm256_andnot_si256(_mm256_cmpeq_epi32(_mm256_maskload_epi32((const int *)mask + jj, inr),
-                                                                  _mm256_setzero_si256()), inr);
+            const __m256i inr = b8_v8_lanes(T - jj), km0 = key_lanes(inr, mask ? mask + jj : NULL);
 #pragma GCC unroll 4
             for (int r = 0; r < rows; r++) {
+                const __m256i km = row_masks && r ? key_lanes(inr, mask + r * ldm + jj) : km0;
                 const __m256 e =
                     none[r] ? _mm256_and_ps(one, _mm256_castsi256_ps(inr))
-                            : _mm256_and_ps(exp8_nonpos(_mm256_sub_ps(_mm256_maskload_ps(l->s + r * l->t16 + jj, inr), vm[r])),
+                            : _mm256_and_ps(exp8_nonpos(_mm256_sub_ps(_mm256_maskload_ps(s + r * lds + jj, inr), vm[r])),
                                             _mm256_castsi256_ps(km));
                 acc[r][h] = _mm256_add_ps(acc[r][h], e);
-                store_p8(_mm256_mul_ps(e, k255), l->p + r * t4 + jj, t4 - jj);
+                store_p8(_mm256_mul_ps(e, k255), pp + r * ldp + jj, t4 - jj);
             }
         }
     }
@@ -321,6 +329,17 @@ static inline __attribute__((always_inline)) A2 void softmax_rows2(const int row
     }
 }
 
+/* rows query rows (row stride ld) widened to int16 into qw [rows][d]. */
+A2 static void widen_q(const int8_t *q, int64_t ld, int rows, int64_t d, int16_t *qw) {
+    for (int r = 0; r < rows; r++) {
+        const int8_t *qr = q + r * ld;
+        int64_t kk = 0;
+        for (; kk + 8 <= d; kk += 8)
+            _mm_storeu_si128((__m128i *)(qw + r * d + kk), _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(qr + kk))));
+        for (; kk < d; kk++) qw[r * d + kk] = qr[kk];
+    }
+}
+
 A2 void b8_attention_s8__avx2(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_t d,
                               const b8_attn_s8_params *p, const int32_t *mask, b8_mask_mode mode, float *ctx,
                               int8_t *ctxq, int64_t ldo, void *scratch) {
@@ -331,13 +350,7 @@ A2 void b8_attention_s8__avx2(const int8_t *q, const int8_t *k, const int8_t *v,
     float rs[RB];
     for (int64_t i = 0; i < T; i += RB) {
         const int rb = T - i >= RB ? RB : (int)(T - i);
-        for (int r = 0; r < rb; r++) {
-            const int8_t *qr = q + (i + r) * ld;
-            int64_t kk = 0;
-            for (; kk + 8 <= d; kk += 8)
-                _mm_storeu_si128((__m128i *)(l.q + r * d + kk), _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(qr + kk))));
-            for (; kk < d; kk++) l.q[r * d + kk] = qr[kk];
-        }
+        widen_q(q + i * ld, ld, rb, d, l.q);
         /* constant row counts, so that the accumulators stay in registers */
         switch (rb) {
         case 4: scores2(4, &l, d, p->score_scale); break;
@@ -347,18 +360,68 @@ A2 void b8_attention_s8__avx2(const int8_t *q, const int8_t *k, const int8_t *v,
         }
         for (int r = 0; r < rb && p->rel; r++) b8_attention_add_rel(l.s + r * l.t16, T, p->rel, i + r);
         for (int r = 0; r < rb;) { /* two rows at a time, then one */
-            layout2 part = l;
-            part.s = l.s + r * l.t16, part.p = l.p + r * l.t4;
-            if (rb - r >= 2) softmax_rows2(2, &part, T, mask, vs, rs + r), r += 2;
-            else softmax_rows2(1, &part, T, mask, vs, rs + r), r += 1;
+            const float *sr = l.s + r * l.t16;
+            int16_t *pr = l.p + r * l.t4;
+            if (rb - r >= 2) softmax_rows2(2, false, sr, l.t16, T, l.t4, mask, 0, vs, pr, l.t4, rs + r), r += 2;
+            else softmax_rows2(1, false, sr, l.t16, T, l.t4, mask, 0, vs, pr, l.t4, rs + r), r += 1;
         }
         float *cb = ctx ? ctx + i * ldo : NULL;
         int8_t *qb = ctxq ? ctxq + i * ldo : NULL;
         switch (rb) {
-        case 4: context2(4, &l, d, rs, p, cb, qb, ldo); break;
-        case 3: context2(3, &l, d, rs, p, cb, qb, ldo); break;
-        case 2: context2(2, &l, d, rs, p, cb, qb, ldo); break;
-        default: context2(1, &l, d, rs, p, cb, qb, ldo); break;
+        case 4: context2(4, l.p, l.t4, l.v, l.t4 / 2, d, rs, p, cb, qb, ldo); break;
+        case 3: context2(3, l.p, l.t4, l.v, l.t4 / 2, d, rs, p, cb, qb, ldo); break;
+        case 2: context2(2, l.p, l.t4, l.v, l.t4 / 2, d, rs, p, cb, qb, ldo); break;
+        default: context2(1, l.p, l.t4, l.v, l.t4 / 2, d, rs, p, cb, qb, ldo); break;
+        }
+    }
+}
+
+/* Sliding windows (attention_s8.c's "Sliding windows"): each block of RB rows forms its scores over
+ * the union of its rows' spans [c0, c1) (c0 a multiple of 16, so key j stays in lane j % 16), each
+ * row's keys outside its window masked; the probabilities go to int16 rows of their own, and P.V
+ * runs over the key pairs of the span. */
+A2 void b8_attention_s8_window__avx2(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_t d,
+                                     const b8_attn_s8_params *p, int64_t w, const int32_t *mask, float *ctx,
+                                     int8_t *ctxq, int64_t ldo, void *scratch) {
+    layout2 l = carve2(scratch, T, d);
+    pack2(k, v, ld, T, d, &l);
+    uint8_t *extra = (uint8_t *)scratch + b8_attention_s8_scratch_bytes(T, d);
+    int32_t *wm = (int32_t *)(((uintptr_t)extra + 63) & ~(uintptr_t)63); /* [RB][t16] */
+    int16_t *pw = (int16_t *)(wm + RB * l.t16);                          /* [RB][t16] */
+    const float vs = p->v_scale / 255.0f;
+    const __m256 vsc = _mm256_set1_ps(p->score_scale);
+    const __m256i all = _mm256_set1_epi32(-1);
+    float rs[RB];
+    for (int64_t i = 0; i < T; i += RB) {
+        const int rb = T - i >= RB ? RB : (int)(T - i);
+        widen_q(q + i * ld, ld, rb, d, l.q);
+        const int64_t blo = i - w > 0 ? i - w : 0, bhi = i + rb - 1 + w < T - 1 ? i + rb - 1 + w : T - 1;
+        const int64_t c0 = blo / 16 * 16, c1 = round_up(bhi + 1, 16), n = c1 - c0;
+        for (int64_t cc = c0; cc < c1; cc += 16) {
+            int32_t tile[RB * 16] __attribute__((aligned(32)));
+            dot_rows(rb, false, l.q, d, l.k + cc * 2, l.t16 * 2, d / 2, all, all, tile);
+            for (int r = 0; r < rb; r++)
+                for (int hh = 0; hh < 2; hh++)
+                    _mm256_storeu_ps(l.s + r * l.t16 + (cc - c0) + 8 * hh,
+                                     _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_load_si256((const __m256i *)(tile + 16 * r + 8 * hh))), vsc));
+        }
+        for (int r = 0; r < rb; r++) b8_attention_window_mask(i + r, w, T, c0, n, mask, wm + r * l.t16);
+        for (int r = 0; r < rb;) {
+            const float *sr = l.s + r * l.t16;
+            const int32_t *mr = wm + r * l.t16;
+            if (rb - r >= 2) softmax_rows2(2, true, sr, l.t16, n, n, mr, l.t16, vs, pw + r * l.t16, l.t16, rs + r), r += 2;
+            else softmax_rows2(1, true, sr, l.t16, n, n, mr, l.t16, vs, pw + r * l.t16, l.t16, rs + r), r += 1;
+        }
+        /* context over the packed V pairs the span covers (V is packed to t4 keys) */
+        const int64_t ce = c1 < l.t4 ? c1 : l.t4, groups = (ce - c0) / 2;
+        const int16_t *vv = l.v + (c0 / 2) * d * 2;
+        float *cb = ctx ? ctx + i * ldo : NULL;
+        int8_t *qb = ctxq ? ctxq + i * ldo : NULL;
+        switch (rb) {
+        case 4: context2(4, pw, l.t16, vv, groups, d, rs, p, cb, qb, ldo); break;
+        case 3: context2(3, pw, l.t16, vv, groups, d, rs, p, cb, qb, ldo); break;
+        case 2: context2(2, pw, l.t16, vv, groups, d, rs, p, cb, qb, ldo); break;
+        default: context2(1, pw, l.t16, vv, groups, d, rs, p, cb, qb, ldo); break;
         }
     }
 }
