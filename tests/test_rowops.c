@@ -351,6 +351,13 @@ TEST(window_attention_twins_bit_exact_and_correct) {
                         CHECKF(memcmp(c1, c2, sizeof(float) * (size_t)(T * ldo)) == 0, "window T=%lld d=%lld w=%lld mode=%d",
                                (long long)T, (long long)d, (long long)w, mode);
                     }
+                    if (b8_cpu_allows(B8_ISA_AVX2)) {
+                        memset(c2, 0, sizeof(float) * (size_t)(T * ldo));
+                        b8_attention_window__avx2(qkv, qkv + d, qkv + 2 * d, ld, T, d, alpha, w, mk, (b8_mask_mode)mode,
+                                                  c2, ldo, scr);
+                        CHECKF(memcmp(c1, c2, sizeof(float) * (size_t)(T * ldo)) == 0,
+                               "avx2 window T=%lld d=%lld w=%lld mode=%d", (long long)T, (long long)d, (long long)w, mode);
+                    }
                     for (int64_t i = 0; i < T; i += (T > 8 ? 5 : 1)) {
                         double sc[130], mx = -1e300, sum = 0;
                         int64_t seen = 0;

@@ -201,22 +201,18 @@ AVX512 void b8_attention_window__avx512(const float *q, const float *k, const fl
     }
 }
 
-b8_attention_window_fn b8_attention_window_best(void) {
-    /* the twin of the attention kernel the dispatcher chose (BERT8_MAX_ISA included) */
-    return b8_attention_head_best() == b8_attention_head__avx512 ? b8_attention_window__avx512
-                                                                 : b8_attention_window__scalar;
-}
-
 /* ---- AVX2: blocks of 4 query rows x 16 columns (8 accumulators of 8 floats) ---- */
 
 #define AVX2 __attribute__((target("avx2,fma")))
 #define CW2 16
 
+/* scores of rows [i0, i0+rb) against the nw columns (a multiple of CW2) of kt from its first into s
+ * (stride tp), scaled by alpha */
 AVX2 static inline __attribute__((always_inline)) void scores_block_avx2(const float *q, int64_t ld, int64_t d,
-                                                                         const float *kt, int64_t tp, float alpha,
-                                                                         float *s, int rb) {
+                                                                         const float *kt, int64_t tp, int64_t nw,
+                                                                         float alpha, float *s, int rb) {
     const __m256 va = _mm256_set1_ps(alpha);
-    for (int64_t c0 = 0; c0 < tp; c0 += CW2) {
+    for (int64_t c0 = 0; c0 < nw; c0 += CW2) {
         __m256 acc[RB][2];
 #pragma GCC unroll 4
         for (int r = 0; r < rb; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
@@ -272,19 +268,57 @@ AVX2 void b8_attention_head__avx2(const float *q, const float *k, const float *v
     transpose_k(k, ld, T, d, kt, tp);
     int64_t i = 0;
     for (; i + RB <= T; i += RB) {
-        scores_block_avx2(q + i * ld, ld, d, kt, tp, alpha, s, RB);
+        scores_block_avx2(q + i * ld, ld, d, kt, tp, tp, alpha, s, RB);
         for (int r = 0; r < RB && rel; r++) b8_attention_add_rel(s + r * tp, T, rel, i + r);
         for (int r = 0; r < RB && bias; r++) b8_attention_add_bias(s + r * tp, T, bias, i + r);
         for (int r = 0; r < RB; r++) b8_softmax_rows__avx2(s + r * tp, 1, T, mask, mode);
         context_block_avx2(s, tp, v, ld, T, d, ctx + i * ldo, ldo, RB);
     }
     for (; i < T; i++) {
-        scores_block_avx2(q + i * ld, ld, d, kt, tp, alpha, s, 1);
+        scores_block_avx2(q + i * ld, ld, d, kt, tp, tp, alpha, s, 1);
         if (rel) b8_attention_add_rel(s, T, rel, i);
         if (bias) b8_attention_add_bias(s, T, bias, i);
         b8_softmax_rows__avx2(s, 1, T, mask, mode);
         context_block_avx2(s, tp, v, ld, T, d, ctx + i * ldo, ldo, 1);
     }
+}
+
+/* The window twin of b8_attention_window__avx512 on AVX2 (the same blocks of the rows' spans, zero
+ * probabilities outside each row's window, kt read up to CW2 - 1 floats past a span's end). */
+AVX2 void b8_attention_window__avx2(const float *q, const float *k, const float *v, int64_t ld, int64_t T, int64_t d,
+                                    float alpha, int64_t w, const int32_t *mask, b8_mask_mode mode, float *ctx,
+                                    int64_t ldo, float *scratch) {
+    const int64_t tp = round_up(T, CW);
+    float *kt = scratch, *s = scratch + d * tp;
+    transpose_k(k, ld, T, d, kt, tp);
+    for (int64_t i = 0; i < T; i += RB) {
+        const int rb = T - i < RB ? (int)(T - i) : RB;
+        const int64_t blo = i - w > 0 ? i - w : 0, bhi = i + rb - 1 + w < T - 1 ? i + rb - 1 + w : T - 1;
+        const int64_t nb = bhi - blo + 1;
+        if (rb == RB) scores_block_avx2(q + i * ld, ld, d, kt + blo, tp, round_up(nb, CW2), alpha, s, RB);
+        else /* the last rows one by one (a constant row count keeps the blocks' registers) */
+            for (int r = 0; r < rb; r++)
+                scores_block_avx2(q + (i + r) * ld, ld, d, kt + blo, tp, round_up(nb, CW2), alpha, s + r * tp, 1);
+        for (int r = 0; r < rb; r++) {
+            const int64_t lo = i + r - w > 0 ? i + r - w : 0, hi = i + r + w < T - 1 ? i + r + w : T - 1;
+            float *sr = s + r * tp;
+            for (int64_t j = 0; j < lo - blo; j++) sr[j] = 0.0f;
+            b8_softmax_rows__avx2(sr + (lo - blo), 1, hi - lo + 1, mask ? mask + lo : NULL, mode);
+            for (int64_t j = hi - blo + 1; j < nb; j++) sr[j] = 0.0f;
+        }
+        if (rb == RB) context_block_avx2(s, tp, v + blo * ld, ld, nb, d, ctx + i * ldo, ldo, RB);
+        else
+            for (int r = 0; r < rb; r++)
+                context_block_avx2(s + r * tp, tp, v + blo * ld, ld, nb, d, ctx + (i + r) * ldo, ldo, 1);
+    }
+}
+
+b8_attention_window_fn b8_attention_window_best(void) {
+    /* the twin of the attention kernel the dispatcher chose (BERT8_MAX_ISA included) */
+    const b8_attention_fn f = b8_attention_head_best();
+    return f == b8_attention_head__avx512 ? b8_attention_window__avx512
+           : f == b8_attention_head__avx2 ? b8_attention_window__avx2
+                                          : b8_attention_window__scalar;
 }
 
 static const b8_impl attention_impls[] = {

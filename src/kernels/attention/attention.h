@@ -37,11 +37,14 @@ typedef void (*b8_attention_window_fn)(const float *q, const float *k, const flo
 void b8_attention_window__scalar(const float *q, const float *k, const float *v, int64_t ld, int64_t T, int64_t d,
                                  float alpha, int64_t w, const int32_t *mask, b8_mask_mode mode, float *ctx,
                                  int64_t ldo, float *scratch);
-/* AVX-512, bit-identical to the scalar twin; scratch holds b8_attention_scratch_floats(T, d). */
+/* AVX-512 and AVX2, bit-identical to the scalar twin; scratch holds b8_attention_scratch_floats(T, d). */
 void b8_attention_window__avx512(const float *q, const float *k, const float *v, int64_t ld, int64_t T,
                                  int64_t d, float alpha, int64_t w, const int32_t *mask, b8_mask_mode mode,
                                  float *ctx, int64_t ldo, float *scratch);
-/* The AVX-512 twin where the dispatcher runs AVX-512 attention, else the scalar one. */
+void b8_attention_window__avx2(const float *q, const float *k, const float *v, int64_t ld, int64_t T, int64_t d,
+                               float alpha, int64_t w, const int32_t *mask, b8_mask_mode mode, float *ctx, int64_t ldo,
+                               float *scratch);
+/* The twin of the attention kernel the dispatcher runs (AVX-512, AVX2, else the scalar one). */
 b8_attention_window_fn b8_attention_window_best(void);
 
 /* ---- INT8 attention (attention_s8.c) ---- */
