@@ -121,7 +121,8 @@ static inline __attribute__((always_inline)) A2 void dot_rows16(const int rows, 
     for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
     for (int64_t g = 0; g < groups; g++) {
         const int16_t *br = b + g * ldb;
-        const __m256i b0 = masked ? _mm256_maskload_epi32((const int *)br, m0) : _mm256_loadu_si256((const __m256i *)br);
+        const __m256i b0 = masked ? _mm256_maskload_epi32((const int *)br, m0)
+                                  : _mm256_loadu_si256((const __m256i *)br);
         const __m256i b1 = masked ? _mm256_maskload_epi32((const int *)(br + 16), m1)
                                   : _mm256_loadu_si256((const __m256i *)(br + 16));
 #pragma GCC unroll 4
@@ -163,6 +164,11 @@ A2 static void dot_rows(int rows, bool masked, const int16_t *a, int64_t lda, co
     fs[masked][rows - 1](a, lda, b, ldb, groups, m0, m1, tile);
 }
 
+/* 8 int32 of a dot-product tile (32-byte aligned) as floats times sc. */
+static inline __attribute__((always_inline)) A2 __m256 tile_times(const int32_t *t, __m256 sc) {
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_load_si256((const __m256i *)t)), sc);
+}
+
 /* Scores of `rows` query rows (l->q) against every key, scaled, into l->s. */
 static inline __attribute__((always_inline)) A2 void scores2(const int rows, const layout2 *l, int64_t d, float scale) {
     const __m256 vsc = _mm256_set1_ps(scale);
@@ -172,9 +178,8 @@ static inline __attribute__((always_inline)) A2 void scores2(const int rows, con
         dot_rows(rows, false, l->q, d, l->k + c0 * 2, l->t16 * 2, d / 2, all, all, tile);
 #pragma GCC unroll 4
         for (int r = 0; r < rows; r++) {
-            _mm256_storeu_ps(l->s + r * l->t16 + c0, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_load_si256((const __m256i *)(tile + 16 * r))), vsc));
-            _mm256_storeu_ps(l->s + r * l->t16 + c0 + 8,
-                             _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_load_si256((const __m256i *)(tile + 16 * r + 8))), vsc));
+            _mm256_storeu_ps(l->s + r * l->t16 + c0, tile_times(tile + 16 * r, vsc));
+            _mm256_storeu_ps(l->s + r * l->t16 + c0 + 8, tile_times(tile + 16 * r + 8, vsc));
         }
     }
 }
@@ -217,10 +222,8 @@ static inline __attribute__((always_inline)) A2 void context2(const int rows, co
             const __m256 vr = _mm256_set1_ps(rs[r]);
             float *cr = ctx ? ctx + r * ldo : NULL;
             int8_t *qr = ctxq ? ctxq + r * ldo : NULL;
-            const __m256i *tr = (const __m256i *)(tile + 16 * r);
-            store_ctx8(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_load_si256(tr)), vr), m0, d0, d - d0, p, cr, qr);
-            if (d - d0 > 8)
-                store_ctx8(_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_load_si256(tr + 1)), vr), m1, d0 + 8, d - d0 - 8, p, cr, qr);
+            store_ctx8(tile_times(tile + 16 * r, vr), m0, d0, d - d0, p, cr, qr);
+            if (d - d0 > 8) store_ctx8(tile_times(tile + 16 * r + 8, vr), m1, d0 + 8, d - d0 - 8, p, cr, qr);
         }
     }
 }
@@ -259,7 +262,8 @@ static inline __attribute__((always_inline)) A2 __m256 exp8_nonpos(__m256 x) {
 /* The lanes of in whose key is not masked (mask: the 8 keys' flags, or NULL for none masked). */
 static inline __attribute__((always_inline)) A2 __m256i key_lanes(__m256i in, const int32_t *mask) {
     if (!mask) return in;
-    return _mm256_andnot_si256(_mm256_cmpeq_epi32(_mm256_maskload_epi32((const int *)mask, in), _mm256_setzero_si256()), in);
+    const __m256i off = _mm256_cmpeq_epi32(_mm256_maskload_epi32((const int *)mask, in), _mm256_setzero_si256());
+    return _mm256_andnot_si256(off, in);
 }
 
 /* The scalar twin's softmax_u8 on `rows` rows at once (a constant at each caller; scores at stride
@@ -267,10 +271,11 @@ static inline __attribute__((always_inline)) A2 __m256i key_lanes(__m256i in, co
  * constant), else one mask for all rows; the row scales into rs): e (0 for masked keys, 1
  * everywhere when every key of the row is masked), p = rne(min(e * 255, 255)) for keys [0, t4) (0
  * past T). The rows' steps are interleaved, as in the VNNI kernel: one row alone is a chain of
- * dependent maxima and sums (two rows here: four spill AVX2's 16 registers). The min is left out: e <= 1 in every kept lane (exp8_nonpos of x <= 0
- * times 255 is at most 255 for every float x in [-1, 0]; below -1 it is under 0.37), so it
- * changes nothing (test_rowops' int8_attention_avx2_probabilities_need_no_clamp checks that
- * bound); store_p8's saturation is not at 255. */
+ * dependent maxima and sums (two rows here: four spill AVX2's 16 registers). The min is left out:
+ * e <= 1 in every kept lane (exp8_nonpos of x <= 0 times 255 is at most 255 for every float x in
+ * [-1, 0]; below -1 it is under 0.37), so it changes nothing (test_rowops'
+ * int8_attention_avx2_probabilities_need_no_clamp checks that bound); store_p8's saturation is
+ * not at 255. */
 static inline __attribute__((always_inline)) A2 void softmax_rows2(const int rows, const bool row_masks, const float *s,
                                                                    int64_t lds, int64_t T, int64_t t4,
                                                                    const int32_t *mask, int64_t ldm, float v_scale255,
@@ -309,10 +314,9 @@ static inline __attribute__((always_inline)) A2 void softmax_rows2(const int row
 #pragma GCC unroll 4
             for (int r = 0; r < rows; r++) {
                 const __m256i km = row_masks && r ? key_lanes(inr, mask + r * ldm + jj) : km0;
-                const __m256 e =
-                    none[r] ? _mm256_and_ps(one, _mm256_castsi256_ps(inr))
-                            : _mm256_and_ps(exp8_nonpos(_mm256_sub_ps(_mm256_maskload_ps(s + r * lds + jj, inr), vm[r])),
-                                            _mm256_castsi256_ps(km));
+                const __m256 x = _mm256_sub_ps(_mm256_maskload_ps(s + r * lds + jj, inr), vm[r]);
+                const __m256 e = none[r] ? _mm256_and_ps(one, _mm256_castsi256_ps(inr))
+                                         : _mm256_and_ps(exp8_nonpos(x), _mm256_castsi256_ps(km));
                 acc[r][h] = _mm256_add_ps(acc[r][h], e);
                 store_p8(_mm256_mul_ps(e, k255), pp + r * ldp + jj, t4 - jj);
             }
@@ -335,7 +339,8 @@ A2 static void widen_q(const int8_t *q, int64_t ld, int rows, int64_t d, int16_t
         const int8_t *qr = q + r * ld;
         int64_t kk = 0;
         for (; kk + 8 <= d; kk += 8)
-            _mm_storeu_si128((__m128i *)(qw + r * d + kk), _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(qr + kk))));
+            _mm_storeu_si128((__m128i *)(qw + r * d + kk),
+                             _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(qr + kk))));
         for (; kk < d; kk++) qw[r * d + kk] = qr[kk];
     }
 }
@@ -380,9 +385,9 @@ A2 void b8_attention_s8__avx2(const int8_t *q, const int8_t *k, const int8_t *v,
  * the union of its rows' spans [c0, c1) (c0 a multiple of 16, so key j stays in lane j % 16), each
  * row's keys outside its window masked; the probabilities go to int16 rows of their own, and P.V
  * runs over the key pairs of the span. */
-A2 void b8_attention_s8_window__avx2(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T, int64_t d,
-                                     const b8_attn_s8_params *p, int64_t w, const int32_t *mask, float *ctx,
-                                     int8_t *ctxq, int64_t ldo, void *scratch) {
+A2 void b8_attention_s8_window__avx2(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T,
+                                     int64_t d, const b8_attn_s8_params *p, int64_t w, const int32_t *mask,
+                                     float *ctx, int8_t *ctxq, int64_t ldo, void *scratch) {
     layout2 l = carve2(scratch, T, d);
     pack2(k, v, ld, T, d, &l);
     uint8_t *extra = (uint8_t *)scratch + b8_attention_s8_scratch_bytes(T, d);
@@ -402,15 +407,15 @@ A2 void b8_attention_s8_window__avx2(const int8_t *q, const int8_t *k, const int
             dot_rows(rb, false, l.q, d, l.k + cc * 2, l.t16 * 2, d / 2, all, all, tile);
             for (int r = 0; r < rb; r++)
                 for (int hh = 0; hh < 2; hh++)
-                    _mm256_storeu_ps(l.s + r * l.t16 + (cc - c0) + 8 * hh,
-                                     _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_load_si256((const __m256i *)(tile + 16 * r + 8 * hh))), vsc));
+                    _mm256_storeu_ps(l.s + r * l.t16 + (cc - c0) + 8 * hh, tile_times(tile + 16 * r + 8 * hh, vsc));
         }
         for (int r = 0; r < rb; r++) b8_attention_window_mask(i + r, w, T, c0, n, mask, wm + r * l.t16);
         for (int r = 0; r < rb;) {
             const float *sr = l.s + r * l.t16;
             const int32_t *mr = wm + r * l.t16;
-            if (rb - r >= 2) softmax_rows2(2, true, sr, l.t16, n, n, mr, l.t16, vs, pw + r * l.t16, l.t16, rs + r), r += 2;
-            else softmax_rows2(1, true, sr, l.t16, n, n, mr, l.t16, vs, pw + r * l.t16, l.t16, rs + r), r += 1;
+            int16_t *pr = pw + r * l.t16;
+            if (rb - r >= 2) softmax_rows2(2, true, sr, l.t16, n, n, mr, l.t16, vs, pr, l.t16, rs + r), r += 2;
+            else softmax_rows2(1, true, sr, l.t16, n, n, mr, l.t16, vs, pr, l.t16, rs + r), r += 1;
         }
         /* context over the packed V pairs the span covers (V is packed to t4 keys) */
         const int64_t ce = c1 < l.t4 ? c1 : l.t4, groups = (ce - c0) / 2;
