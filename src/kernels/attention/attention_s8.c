@@ -407,19 +407,28 @@ static inline __attribute__((always_inline)) VNNI __m512 score16(const float *s,
               : _mm512_maskz_loadu_ps(k, s + off);
 }
 
+/* The key mask of lanes k (mask: 16 keys' flags, or NULL). */
+static inline __attribute__((always_inline)) VNNI __mmask16 keys_kept(__mmask16 k, const int32_t *mask) {
+    return mask ? _mm512_mask_cmpneq_epi32_mask(k, _mm512_maskz_loadu_epi32(k, mask), _mm512_setzero_si512()) : k;
+}
+
+/* row_masks (a constant): row r's key mask at mask + r * ldm (the window kernel's), else one for
+ * all rows. */
 static inline __attribute__((always_inline)) VNNI void
 softmax_u8_body(const int rows, const float *s, const int32_t *sc, float scale, int64_t lds, int64_t T, int64_t t4,
-                const int32_t *mask, float v_scale255, uint8_t *pu, int64_t ldpu, float *rs) {
+                const int32_t *mask, const bool row_masks, int64_t ldm, float v_scale255, uint8_t *pu, int64_t ldpu,
+                float *rs) {
     const __m512 vsc = _mm512_set1_ps(scale);
     __m512 vmx[RB];
 #pragma GCC unroll 4
     for (int r = 0; r < rows; r++) vmx[r] = _mm512_set1_ps(-INFINITY);
     for (int64_t j = 0; j < T; j += 16) {
-        __mmask16 k = lanes_left(T - j);
-        if (mask) k &= _mm512_mask_cmpneq_epi32_mask(k, _mm512_maskz_loadu_epi32(k, mask + j), _mm512_setzero_si512());
+        const __mmask16 in = lanes_left(T - j), k0 = keys_kept(in, mask ? mask + j : NULL);
 #pragma GCC unroll 4
-        for (int r = 0; r < rows; r++)
+        for (int r = 0; r < rows; r++) {
+            const __mmask16 k = row_masks && r ? keys_kept(in, mask + r * ldm + j) : k0;
             vmx[r] = _mm512_mask_max_ps(vmx[r], k, vmx[r], score16(s, sc, r * lds + j, vsc, k));
+        }
     }
     bool none[RB];
     __m512 vm[RB], acc[RB];
@@ -431,11 +440,10 @@ softmax_u8_body(const int rows, const float *s, const int32_t *sc, float scale, 
         acc[r] = _mm512_setzero_ps();
     }
     for (int64_t j = 0; j < t4; j += 16) {
-        const __mmask16 inr = lanes_left(T - j), out = lanes_left(t4 - j);
-        __mmask16 km = inr;
-        if (mask) km &= _mm512_mask_cmpneq_epi32_mask(inr, _mm512_maskz_loadu_epi32(inr, mask + j), _mm512_setzero_si512());
+        const __mmask16 inr = lanes_left(T - j), out = lanes_left(t4 - j), km0 = keys_kept(inr, mask ? mask + j : NULL);
 #pragma GCC unroll 4
         for (int r = 0; r < rows; r++) {
+            const __mmask16 km = row_masks && r ? keys_kept(inr, mask + r * ldm + j) : km0;
             const __m512 e = none[r] ? _mm512_maskz_mov_ps(inr, _mm512_set1_ps(1.0f))
                                      : _mm512_maskz_mov_ps(km, exp16_nonpos(_mm512_sub_ps(
                                                                    score16(s, sc, r * lds + j, vsc, inr), vm[r])));
@@ -459,13 +467,21 @@ softmax_u8_body(const int rows, const float *s, const int32_t *sc, float scale, 
 VNNI static float softmax_u8_vnni(const float *s, int64_t T, int64_t t4, const int32_t *mask, float v_scale255,
                                   uint8_t *pu) {
     float rs;
-    softmax_u8_body(1, s, NULL, 1.0f, 0, T, t4, mask, v_scale255, pu, 0, &rs);
+    softmax_u8_body(1, s, NULL, 1.0f, 0, T, t4, mask, false, 0, v_scale255, pu, 0, &rs);
     return rs;
 }
 
 /* RB rows of scores (stride t16) into p_u8 rows (stride t4) and their output scales. */
 VNNI static void softmax_u8_rows(const layout *l, int64_t T, const int32_t *mask, float v_scale255, float *rs) {
-    softmax_u8_body(RB, l->s, NULL, 1.0f, l->t16, T, l->t4, mask, v_scale255, l->pu, l->t4, rs);
+    softmax_u8_body(RB, l->s, NULL, 1.0f, l->t16, T, l->t4, mask, false, 0, v_scale255, l->pu, l->t4, rs);
+}
+
+/* RB rows of a window block's scores (stride ld, n keys, n a multiple of 16), each with its own
+ * window mask (stride ld), into p_u8 rows (stride ld) and their output scales: the rows
+ * interleaved, as softmax_u8_rows. */
+VNNI static void softmax_u8_window_rows(const float *s, int64_t ld, int64_t n, const int32_t *wm, float v_scale255,
+                                        uint8_t *pu, float *rs) {
+    softmax_u8_body(RB, s, NULL, 1.0f, ld, n, n, wm, true, ld, v_scale255, pu, ld, rs);
 }
 
 VNNI void b8_attention_s8__avx512vnni(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T,
@@ -890,10 +906,10 @@ AMXT void b8_attention_s8__amx(const int8_t *q, const int8_t *k, const int8_t *v
         int r = 0;
         for (; r + RB <= rb; r += RB)
             softmax_u8_body(RB, sf ? sf + r * l->t16 : NULL, si ? si + r * l->t16 : NULL, scale, l->t16, T, l->t4, mask,
-                            vs, l->pu + r * l->t4, l->t4, rs + r);
+                            false, 0, vs, l->pu + r * l->t4, l->t4, rs + r);
         for (; r < rb; r++)
-            softmax_u8_body(1, sf ? sf + r * l->t16 : NULL, si ? si + r * l->t16 : NULL, scale, 0, T, l->t4, mask, vs,
-                            l->pu + r * l->t4, 0, rs + r);
+            softmax_u8_body(1, sf ? sf + r * l->t16 : NULL, si ? si + r * l->t16 : NULL, scale, 0, T, l->t4, mask,
+                            false, 0, vs, l->pu + r * l->t4, 0, rs + r);
         if (rb < RBA) memset(l->pu + rb * l->t4, 0, (size_t)((RBA - rb) * l->t4));
         context_amx(l, d, a.cx);
         for (int r = 0; r < rb; r++) {
@@ -962,6 +978,32 @@ void b8_attention_s8_window__scalar(const int8_t *q, const int8_t *k, const int8
     }
 }
 
+/* b8_attention_window_mask in AVX-512, 16 keys at a time (the same flags; n a multiple of 16): the
+ * scalar loop, a compare and branch per key, took a third of this kernel's time at T = 2,048. */
+VNNI static void window_mask_vnni(int64_t i, int64_t w, int64_t T, int64_t c0, int64_t n, const int32_t *mask,
+                                  int32_t *wm) {
+    const int64_t lo = i - w > 0 ? i - w : 0, hi = i + w < T - 1 ? i + w : T - 1;
+    const __m512i vlo = _mm512_set1_epi32((int)(lo - c0)), vhi = _mm512_set1_epi32((int)(hi - c0));
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i one = _mm512_set1_epi32(1);
+    __mmask16 any = 0;
+    for (int64_t j = 0; j < n; j += 16) {
+        const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32((int)j), iota);
+        const __mmask16 in = _mm512_cmpge_epi32_mask(idx, vlo) & _mm512_cmple_epi32_mask(idx, vhi);
+        const __mmask16 m = mask ? _mm512_mask_cmpneq_epi32_mask(in, _mm512_maskz_loadu_epi32(in, mask + c0 + j),
+                                                                 _mm512_setzero_si512())
+                                 : in;
+        any |= m;
+        _mm512_storeu_si512(wm + j, _mm512_maskz_mov_epi32(m, one));
+    }
+    if (!any) /* every window key masked: the window alone */
+        for (int64_t j = 0; j < n; j += 16) {
+            const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32((int)j), iota);
+            const __mmask16 in = _mm512_cmpge_epi32_mask(idx, vlo) & _mm512_cmple_epi32_mask(idx, vhi);
+            _mm512_storeu_si512(wm + j, _mm512_maskz_mov_epi32(in, one));
+        }
+}
+
 VNNI void b8_attention_s8_window__avx512vnni(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T,
                                              int64_t d, const b8_attn_s8_params *p, int64_t w,
                                              const int32_t *mask, float *ctx, int8_t *ctxq, int64_t ldo,
@@ -1002,10 +1044,10 @@ VNNI void b8_attention_s8_window__avx512vnni(const int8_t *q, const int8_t *k, c
                                                    vsc));
             }
         }
-        for (int r = 0; r < rb; r++) {
-            b8_attention_window_mask(i + r, w, T, c0, n, mask, wm + r * l.t16);
-            rs[r] = softmax_u8_vnni(l.s + r * l.t16, n, n, wm + r * l.t16, vs, pu + r * l.t16);
-        }
+        for (int r = 0; r < rb; r++) window_mask_vnni(i + r, w, T, c0, n, mask, wm + r * l.t16);
+        if (rb == RB) softmax_u8_window_rows(l.s, l.t16, n, wm, vs, pu, rs);
+        else
+            for (int r = 0; r < rb; r++) rs[r] = softmax_u8_vnni(l.s + r * l.t16, n, n, wm + r * l.t16, vs, pu + r * l.t16);
         for (int r = rb; r < RB; r++) memset(pu + r * l.t16, 0, (size_t)n);
         /* context over the packed V groups the span covers (V is packed to t4 keys) */
         const int64_t ce = c1 < l.t4 ? c1 : l.t4, groups = (ce - c0) / 4;

@@ -381,6 +381,28 @@ A2 void b8_attention_s8__avx2(const int8_t *q, const int8_t *k, const int8_t *v,
     }
 }
 
+/* b8_attention_window_mask in AVX2, 8 keys at a time (the same flags; n a multiple of 16). */
+A2 static void window_mask2(int64_t i, int64_t w, int64_t T, int64_t c0, int64_t n, const int32_t *mask,
+                            int32_t *wm) {
+    const int64_t lo = i - w > 0 ? i - w : 0, hi = i + w < T - 1 ? i + w : T - 1;
+    const __m256i vlo = _mm256_set1_epi32((int)(lo - c0 - 1)), vhi = _mm256_set1_epi32((int)(hi - c0 + 1));
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), one = _mm256_set1_epi32(1);
+    __m256i any = _mm256_setzero_si256();
+    for (int64_t j = 0; j < n; j += 8) {
+        const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32((int)j), iota);
+        const __m256i in = _mm256_and_si256(_mm256_cmpgt_epi32(idx, vlo), _mm256_cmpgt_epi32(vhi, idx));
+        const __m256i m = key_lanes(in, mask ? mask + c0 + j : NULL);
+        any = _mm256_or_si256(any, m);
+        _mm256_storeu_si256((__m256i *)(wm + j), _mm256_and_si256(m, one));
+    }
+    if (_mm256_testz_si256(any, any)) /* every window key masked: the window alone */
+        for (int64_t j = 0; j < n; j += 8) {
+            const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32((int)j), iota);
+            const __m256i in = _mm256_and_si256(_mm256_cmpgt_epi32(idx, vlo), _mm256_cmpgt_epi32(vhi, idx));
+            _mm256_storeu_si256((__m256i *)(wm + j), _mm256_and_si256(in, one));
+        }
+}
+
 /* Sliding windows (attention_s8.c's "Sliding windows"): each block of RB rows forms its scores over
  * the union of its rows' spans [c0, c1) (c0 a multiple of 16, so key j stays in lane j % 16), each
  * row's keys outside its window masked; the probabilities go to int16 rows of their own, and P.V
@@ -409,7 +431,7 @@ A2 void b8_attention_s8_window__avx2(const int8_t *q, const int8_t *k, const int
                 for (int hh = 0; hh < 2; hh++)
                     _mm256_storeu_ps(l.s + r * l.t16 + (cc - c0) + 8 * hh, tile_times(tile + 16 * r + 8 * hh, vsc));
         }
-        for (int r = 0; r < rb; r++) b8_attention_window_mask(i + r, w, T, c0, n, mask, wm + r * l.t16);
+        for (int r = 0; r < rb; r++) window_mask2(i + r, w, T, c0, n, mask, wm + r * l.t16);
         for (int r = 0; r < rb;) {
             const float *sr = l.s + r * l.t16;
             const int32_t *mr = wm + r * l.t16;
