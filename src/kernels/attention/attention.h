@@ -120,19 +120,4 @@ void b8_attention_s8_window__avx2(const int8_t *q, const int8_t *k, const int8_t
  * products). */
 b8_attention_s8_window_fn b8_attention_s8_window_best(void);
 
-/* The window mask of query row i over keys [c0, c0 + n) (every window kernel's one way of forming
- * it): 1 in the window and not masked (or, when none of the window's keys is, in the window). */
-static inline void b8_attention_window_mask(int64_t i, int64_t w, int64_t T, int64_t c0, int64_t n,
-                                            const int32_t *mask, int32_t *wm) {
-    const int64_t lo = i - w > 0 ? i - w : 0, hi = i + w < T - 1 ? i + w : T - 1;
-    bool any = false;
-    for (int64_t j = 0; j < n; j++) {
-        const int64_t key = c0 + j;
-        wm[j] = key >= lo && key <= hi && (!mask || mask[key]);
-        any = any || wm[j];
-    }
-    if (!any)
-        for (int64_t j = 0; j < n; j++) wm[j] = c0 + j >= lo && c0 + j <= hi;
-}
-
 #endif

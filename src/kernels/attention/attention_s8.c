@@ -950,6 +950,21 @@ size_t b8_attention_s8_window_scratch_bytes(int64_t T, int64_t d) {
     return b8_attention_s8_scratch_bytes(T, d) + (size_t)(RB * t16 * 6 + 128);
 }
 
+/* The window mask of row i over keys [c0, c0 + n): in the window and not masked (or, when none
+ * of the window's keys is, in the window). The SIMD kernels form the same flags with their own
+ * vectors (window_mask_vnni below, window_mask2 in attention_s8_avx2.c). */
+static void window_mask(int64_t i, int64_t w, int64_t T, int64_t c0, int64_t n, const int32_t *mask, int32_t *wm) {
+    const int64_t lo = i - w > 0 ? i - w : 0, hi = i + w < T - 1 ? i + w : T - 1;
+    bool any = false;
+    for (int64_t j = 0; j < n; j++) {
+        const int64_t key = c0 + j;
+        wm[j] = key >= lo && key <= hi && (!mask || mask[key]);
+        any = any || wm[j];
+    }
+    if (!any)
+        for (int64_t j = 0; j < n; j++) wm[j] = c0 + j >= lo && c0 + j <= hi;
+}
+
 void b8_attention_s8_window__scalar(const int8_t *q, const int8_t *k, const int8_t *v, int64_t ld, int64_t T,
                                     int64_t d, const b8_attn_s8_params *p, int64_t w, const int32_t *mask,
                                     float *ctx, int8_t *ctxq, int64_t ldo, void *scratch) {
@@ -968,7 +983,7 @@ void b8_attention_s8_window__scalar(const int8_t *q, const int8_t *k, const int8
                 acc += (int32_t)(uint8_t)(q[i * ld + kk] + 128) * l.kp[((kk / 4) * l.t16 + c0 + j) * 4 + kk % 4];
             l.s[j] = (float)(acc - l.comp[c0 + j]) * p->score_scale;
         }
-        b8_attention_window_mask(i, w, T, c0, n, mask, wm);
+        window_mask(i, w, T, c0, n, mask, wm);
         const float rs = softmax_u8(l.s, n, n4, wm, vs, pu);
         for (int64_t dd = 0; dd < d; dd++) {
             int32_t acc = 0;
@@ -978,7 +993,7 @@ void b8_attention_s8_window__scalar(const int8_t *q, const int8_t *k, const int8
     }
 }
 
-/* b8_attention_window_mask in AVX-512, 16 keys at a time (the same flags; n a multiple of 16): the
+/* window_mask in AVX-512, 16 keys at a time (the same flags; n a multiple of 16): the
  * scalar loop, a compare and branch per key, took a third of this kernel's time at T = 2,048. */
 VNNI static void window_mask_vnni(int64_t i, int64_t w, int64_t T, int64_t c0, int64_t n, const int32_t *mask,
                                   int32_t *wm) {

@@ -381,7 +381,7 @@ A2 void b8_attention_s8__avx2(const int8_t *q, const int8_t *k, const int8_t *v,
     }
 }
 
-/* b8_attention_window_mask in AVX2, 8 keys at a time (the same flags; n a multiple of 16). */
+/* attention_s8.c's window_mask in AVX2, 8 keys at a time (the same flags; n a multiple of 16). */
 A2 static void window_mask2(int64_t i, int64_t w, int64_t T, int64_t c0, int64_t n, const int32_t *mask,
                             int32_t *wm) {
     const int64_t lo = i - w > 0 ? i - w : 0, hi = i + w < T - 1 ? i + w : T - 1;
