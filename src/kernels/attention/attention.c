@@ -168,6 +168,20 @@ AVX512 void b8_attention_head__avx512(const float *q, const float *k, const floa
     }
 }
 
+/* The window kernels' probabilities of rows [i, i + rb) from their scores over the block's keys
+ * [blo, blo + nb) (rows of s at stride tp): each row's softmax (the kernel's twin sm) over its own
+ * window, zeros outside it. */
+static void window_probs(float *s, int64_t tp, int64_t i, int rb, int64_t w, int64_t T, int64_t blo, int64_t nb,
+                         const int32_t *mask, b8_mask_mode mode, b8_softmax_fn sm) {
+    for (int r = 0; r < rb; r++) {
+        const int64_t lo = i + r - w > 0 ? i + r - w : 0, hi = i + r + w < T - 1 ? i + r + w : T - 1;
+        float *sr = s + r * tp;
+        for (int64_t j = 0; j < lo - blo; j++) sr[j] = 0.0f;
+        sm(sr + (lo - blo), 1, hi - lo + 1, mask ? mask + lo : NULL, mode);
+        for (int64_t j = hi - blo + 1; j < nb; j++) sr[j] = 0.0f;
+    }
+}
+
 /* The window twin: each block of rows forms the scores of the keys its rows' windows cover
  * [blo, bhi] only; a row's softmax runs on its own window, its probabilities outside it are
  * zero, so the context sums exactly the scalar twin's terms in its order (a zero term leaves the
@@ -187,13 +201,7 @@ AVX512 void b8_attention_window__avx512(const float *q, const float *k, const fl
         else /* the last rows one by one (a constant row count keeps the blocks' registers) */
             for (int r = 0; r < rb; r++)
                 scores_block(q + (i + r) * ld, ld, d, kt + blo, tp, round_up(nb, CW), alpha, s + r * tp, 1);
-        for (int r = 0; r < rb; r++) {
-            const int64_t lo = i + r - w > 0 ? i + r - w : 0, hi = i + r + w < T - 1 ? i + r + w : T - 1;
-            float *sr = s + r * tp;
-            for (int64_t j = 0; j < lo - blo; j++) sr[j] = 0.0f;
-            b8_softmax_rows__avx512(sr + (lo - blo), 1, hi - lo + 1, mask ? mask + lo : NULL, mode);
-            for (int64_t j = hi - blo + 1; j < nb; j++) sr[j] = 0.0f;
-        }
+        window_probs(s, tp, i, rb, w, T, blo, nb, mask, mode, b8_softmax_rows__avx512);
         if (rb == RB) context_block(s, tp, v + blo * ld, ld, nb, d, ctx + i * ldo, ldo, RB);
         else
             for (int r = 0; r < rb; r++)
@@ -299,13 +307,7 @@ AVX2 void b8_attention_window__avx2(const float *q, const float *k, const float 
         else /* the last rows one by one (a constant row count keeps the blocks' registers) */
             for (int r = 0; r < rb; r++)
                 scores_block_avx2(q + (i + r) * ld, ld, d, kt + blo, tp, round_up(nb, CW2), alpha, s + r * tp, 1);
-        for (int r = 0; r < rb; r++) {
-            const int64_t lo = i + r - w > 0 ? i + r - w : 0, hi = i + r + w < T - 1 ? i + r + w : T - 1;
-            float *sr = s + r * tp;
-            for (int64_t j = 0; j < lo - blo; j++) sr[j] = 0.0f;
-            b8_softmax_rows__avx2(sr + (lo - blo), 1, hi - lo + 1, mask ? mask + lo : NULL, mode);
-            for (int64_t j = hi - blo + 1; j < nb; j++) sr[j] = 0.0f;
-        }
+        window_probs(s, tp, i, rb, w, T, blo, nb, mask, mode, b8_softmax_rows__avx2);
         if (rb == RB) context_block_avx2(s, tp, v + blo * ld, ld, nb, d, ctx + i * ldo, ldo, RB);
         else
             for (int r = 0; r < rb; r++)

@@ -243,20 +243,9 @@ A2 static inline void store_p8(__m256 x, int16_t *dst, int64_t left) {
 /* vmath_avx2.h's exp without its upper clamp: for x = score - row max, x <= 0 in every lane whose
  * result is kept (the others are cleared after), so the clamp changes no kept lane: the same bits. */
 static inline __attribute__((always_inline)) A2 __m256 exp8_nonpos(__m256 x) {
-    x = _mm256_max_ps(x, _mm256_set1_ps(B8_VM_EXP_LO));
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(B8_VM_LOG2E)),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-B8_VM_LN2_HI), x);
-    r = _mm256_fmadd_ps(n, _mm256_set1_ps(-B8_VM_LN2_LO), r);
-    __m256 p = _mm256_set1_ps(B8_VM_EXP_C6);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(B8_VM_EXP_C5));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(B8_VM_EXP_C4));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(B8_VM_EXP_C3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(B8_VM_EXP_C2));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(B8_VM_EXP_C1));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(B8_VM_EXP_C0));
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+    __m256 p, sc;
+    b8_v8_exp_parts_clamped(_mm256_max_ps(x, _mm256_set1_ps(B8_VM_EXP_LO)), &p, &sc);
+    return _mm256_mul_ps(p, sc);
 }
 
 /* The lanes of in whose key is not masked (mask: the 8 keys' flags, or NULL for none masked). */

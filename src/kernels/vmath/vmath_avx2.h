@@ -17,10 +17,9 @@ B8_V256_INLINE __m256i b8_v8_lanes(int64_t left) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* exp(x) = p * s; callers fold the product into their next fused operation. */
-B8_V256_INLINE void b8_v8_exp_parts(__m256 x, __m256 *p_out, __m256 *s_out) {
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(B8_VM_EXP_LO)),
-                      _mm256_set1_ps(B8_VM_EXP_HI));
+/* b8_v8_exp_parts of an x already within [B8_VM_EXP_LO, B8_VM_EXP_HI] (or whose lanes outside it
+ * the caller discards). */
+B8_V256_INLINE void b8_v8_exp_parts_clamped(__m256 x, __m256 *p_out, __m256 *s_out) {
     __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(B8_VM_LOG2E)),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-B8_VM_LN2_HI), x);
@@ -36,6 +35,12 @@ B8_V256_INLINE void b8_v8_exp_parts(__m256 x, __m256 *p_out, __m256 *s_out) {
                                   23);
     *p_out = p;
     *s_out = _mm256_castsi256_ps(e);
+}
+
+/* exp(x) = p * s; callers fold the product into their next fused operation. */
+B8_V256_INLINE void b8_v8_exp_parts(__m256 x, __m256 *p_out, __m256 *s_out) {
+    b8_v8_exp_parts_clamped(_mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(B8_VM_EXP_LO)), _mm256_set1_ps(B8_VM_EXP_HI)),
+                            p_out, s_out);
 }
 
 B8_V256_INLINE __m256 b8_v8_exp(__m256 x) {
