@@ -16,6 +16,8 @@ for scheme in static dynamic; do
 done
 echo "== INT8 GEMM kernels on the BERT-base shapes, M = 1024"
 build/bench_qgemm --threads 1,2
+echo "== which float instructions take the INT8 product's issue slots on this CPU"
+build/bench_ports
 echo "== LayerNorm -> int8 rows, M = 1024, 1 and 2 threads, by the core that wrote the rows"
 build/bench_layernorm
 echo "== packed INT8 weights on huge pages or not, batch 1 x 128, alternated in one process"
