@@ -1,10 +1,13 @@
-/* bench_qgemm.c: INT8 GEMM throughput on the four BERT-base Linear shapes at M=1024, for each
- * kernel, 1 and 2 threads: GOP/s (2*M*N*K / time) and the share of the vpdpbusd peak measured
+/* bench_qgemm.c: INT8 GEMM throughput on the four BERT-base Linear shapes at M=1024 (or those of
+ * another hidden size: --hidden 384 gives all-MiniLM-L6-v2's), for each kernel, 1 and 2 threads: GOP/s (2*M*N*K / time) and the share of the vpdpbusd peak measured
  * in this same run by a register-only loop (without VNNI: of bert8_measure_peaks' INT8 rate, the
  * vpmaddwd one on AVX2). A program, not a test.
  *
- *   bench_qgemm [--m M] [--threads 1,2] [--kernels a,b] [--shapes qkv,ffn_in] [--all]
- *               [--time SEC] [--repeat R] [--cold N]
+ *   bench_qgemm [--m M] [--hidden H] [--threads 1,2] [--kernels a,b] [--shapes qkv,ffn_in]
+ *               [--all] [--time SEC] [--repeat R] [--cold N]
+ *
+ * --hidden H: the shapes of a BERT layer of hidden size H (QKV 3H x H, attention output H x H,
+ * FFN-in 4H x H, FFN-out H x 4H; default 768).
  *
  * --cold N packs N copies of each weight and calls them in turn, so that with N times the weight
  * bytes past the last-level cache every call streams its weights from memory, as a model's
@@ -86,11 +89,12 @@ typedef struct shape {
     int residual; /* the layer adds the residual in its epilogue */
 } shape;
 
+/* N and K in units of the hidden size */
 static const shape SHAPES[] = {
-    {"qkv", 2304, 768, B8_ACT_NONE, 0},
-    {"attn_out", 768, 768, B8_ACT_NONE, 1},
-    {"ffn_in", 3072, 768, B8_ACT_GELU, 0},
-    {"ffn_out", 768, 3072, B8_ACT_NONE, 1},
+    {"qkv", 3, 1, B8_ACT_NONE, 0},
+    {"attn_out", 1, 1, B8_ACT_NONE, 1},
+    {"ffn_in", 4, 1, B8_ACT_GELU, 0},
+    {"ffn_out", 1, 4, B8_ACT_NONE, 1},
 };
 
 typedef enum mode { MODE_S32, MODE_F32, MODE_GELU_S8, MODE_F32_RES, MODE_COUNT } mode;
@@ -157,12 +161,13 @@ static int in_list(const char *list, const char *name) {
 }
 
 int main(int argc, char **argv) {
-    int64_t M = 1024;
+    int64_t M = 1024, H = 768;
     const char *threads_list = "1,2", *kernels = NULL, *shapes = NULL;
     int all = 0, repeat = 2, cold = 1;
     double min_time = 0.4;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--m") && i + 1 < argc) M = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--hidden") && i + 1 < argc) H = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads_list = argv[++i];
         else if (!strcmp(argv[i], "--kernels") && i + 1 < argc) kernels = argv[++i];
         else if (!strcmp(argv[i], "--shapes") && i + 1 < argc) shapes = argv[++i];
@@ -172,8 +177,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--cold") && i + 1 < argc) cold = atoi(argv[++i]);
         else {
             fprintf(stderr,
-                    "usage: %s [--m M] [--threads 1,2] [--kernels a,b] [--shapes a,b] [--all] "
-                    "[--time SEC] [--repeat R] [--cold N]\n",
+                    "usage: %s [--m M] [--hidden H] [--threads 1,2] [--kernels a,b] [--shapes a,b] "
+                    "[--all] [--time SEC] [--repeat R] [--cold N]\n",
                     argv[0]);
             return 2;
         }
@@ -183,7 +188,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "--cold must be 1..64\n");
         return 2;
     }
-    printf("bench_qgemm: M=%lld, level %s, %d physical cores%s\n", (long long)M,
+    if (M < 1 || M > 65536 || H < 16 || H > 8192 || H % 4) {
+        fprintf(stderr, "--m must be 1..65536 and --hidden a multiple of 4 in 16..8192\n");
+        return 2;
+    }
+    printf("bench_qgemm: M=%lld, hidden %lld, level %s, %d physical cores%s\n", (long long)M, (long long)H,
            b8_isa_name(cpu->level), cpu->physical_cores,
            cold > 1 ? ", weights cold (copies called in turn)" : "");
     int tl[8], ntl = 0;
@@ -216,7 +225,7 @@ int main(int argc, char **argv) {
         }
     }
 
-    int64_t maxN = 3072, maxK = 3072;
+    int64_t maxN = 4 * H, maxK = 4 * H;
     int8_t *A = malloc((size_t)(M * maxK)), *W = malloc((size_t)(maxN * maxK));
     int8_t *W7 = malloc((size_t)(maxN * maxK)); /* 7-bit weights, for kernels limited to them */
     int32_t *c32 = malloc((size_t)(M * maxN) * 4);
@@ -247,7 +256,8 @@ int main(int argc, char **argv) {
         for (size_t s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; s++) {
             const shape *sh = &SHAPES[s];
             if (!in_list(shapes, sh->name)) continue;
-            double gop = 2.0 * (double)M * (double)sh->N * (double)sh->K / 1e9;
+            const int64_t N = sh->N * H, K = sh->K * H;
+            double gop = 2.0 * (double)M * (double)N * (double)K / 1e9;
             for (int t = 0; t < ntl; t++) {
                 /* Packed per thread count: oneDNN fixes its threads when it builds a primitive. */
                 omp_set_num_threads(tl[t]);
@@ -255,7 +265,7 @@ int main(int argc, char **argv) {
                 b8_err e;
                 int packed = 0;
                 for (; packed < cold; packed++)
-                    if (b8_qweight_pack(b8_qgemm_kernel_w_abs_max(ki) ? W7 : W, sh->N, sh->K, ws, kn,
+                    if (b8_qweight_pack(b8_qgemm_kernel_w_abs_max(ki) ? W7 : W, N, K, ws, kn,
                                         &w[packed], &e) != BERT8_OK)
                         break;
                 if (packed < cold) {
