@@ -218,6 +218,21 @@ TEST(shape_disagreeing_with_config_is_named) {
     free(cfg);
 }
 
+/* type_vocab_size 0 beside a token-type table in the file: the table is named, not dropped. */
+TEST(token_types_disagreeing_with_config_are_named) {
+    size_t n;
+    char *cfg = tu_read_file(tu_shared_path("golden/models/bert_model/config.json"), &n);
+    cJSON *c = cJSON_Parse(cfg);
+    cJSON_ReplaceItemInObject(c, "type_vocab_size", cJSON_CreateNumber(0));
+    char *text = cJSON_Print(c);
+    const char *d = make_dir("types0", "bert_model", text);
+    write_st(d, "bert_model", NULL, 0);
+    expect_error(d, BERT8_ERR_SHAPE, "token_type_embeddings", "config.json");
+    free(text);
+    cJSON_Delete(c);
+    free(cfg);
+}
+
 TEST(unknown_model_type_is_named) {
     const char *d = make_dir("mtype", "bert_model", "{\"model_type\": \"gpt2\", \"n_layer\": 2}");
     write_st(d, "bert_model", NULL, 0);
@@ -417,6 +432,7 @@ int main(void) {
     RUN(shape_product_overflow_rejected);
     RUN(missing_tensor_is_named);
     RUN(shape_disagreeing_with_config_is_named);
+    RUN(token_types_disagreeing_with_config_are_named);
     RUN(unknown_model_type_is_named);
     RUN(config_not_json_is_named);
     RUN(intact_copy_loads);

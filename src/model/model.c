@@ -1105,9 +1105,14 @@ bert8_status bert8_model_load(const char *dir, const bert8_load_params *params, 
                      &m->emb_ln_b)) ||
         (c->desc->final_norm && (st = get_ln(&L, c->desc->final_norm, true, &m->final_ln_g, &m->final_ln_b))))
         goto fail;
-    if (c->desc->token_types && c->type_vocab_size > 0 &&
-        (st = get_f32(&L, "embeddings.token_type_embeddings.weight", true, 2, s_type, &m->type_emb)))
-        goto fail;
+    /* type_vocab_size 0: no token types. A token-type table in the file then disagrees with the
+     * config (transformers refuses such a folder) and is named, not dropped; a [0, H] one is none. */
+    if (c->desc->token_types &&
+        (c->type_vocab_size > 0 || find_tensor(m, "embeddings.token_type_embeddings.weight", true))) {
+        if ((st = get_f32(&L, "embeddings.token_type_embeddings.weight", true, 2, s_type, &m->type_emb)))
+            goto fail;
+        if (c->type_vocab_size == 0) m->type_emb = NULL;
+    }
     int64_t s_rel[2] = {c->rel_buckets, c->num_heads};
     if (c->desc->rel_bias && (st = get_f32(&L, c->desc->rel_bias, true, 2, s_rel, &m->rel_bias))) goto fail;
     if (c->num_layers > 0 && !(m->layers = calloc((size_t)c->num_layers, sizeof *m->layers))) {
