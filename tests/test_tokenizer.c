@@ -188,6 +188,27 @@ TEST(control_and_format_chars_removed) {
                "ab");
 }
 
+/* Unassigned code points (a noncharacter, an unassigned one, one assigned only after Unicode 14,
+ * the last plane's end) stay inside their word, as the fast tokenizers keep them: the word is
+ * [UNK]. Private use (U+E000) and a format tag (U+E0001) are removed, as the controls above. */
+TEST(unassigned_code_points_stay_in_their_word) {
+    CHECK_TOKS(uncased, "ab\xef\xbf\xbe" "cd", "[UNK]");          /* U+FFFE */
+    CHECK_TOKS(uncased, "ab\xcd\xb8" "cd", "[UNK]");                /* U+0378 */
+    CHECK_TOKS(uncased, "love it \xf0\x9f\xa9\xb7", "love it [UNK]"); /* U+1FA77, Unicode 15 */
+    CHECK_TOKS(uncased, "ab\xf4\x8f\xbf\xbf" "cd", "[UNK]");      /* U+10FFFF */
+    CHECK_TOKS(uncased, "ab\xee\x80\x80" "cd", "abc ##d");          /* U+E000 */
+    CHECK_TOKS(uncased, "ab\xf3\xa0\x80\x81" "cd", "abc ##d");      /* U+E0001 */
+}
+
+/* CJK Extension E splits from U+2B920, as in the fast tokenizers; U+2B820..U+2B91F stay inside
+ * their word. */
+TEST(cjk_extension_e_splits_from_2b920) {
+    CHECK_TOKS(uncased, "a\xf0\xab\xa0\xa0" "b", "[UNK]");           /* U+2B820 */
+    CHECK_TOKS(uncased, "a\xf0\xab\xa4\x9f" "b", "[UNK]");           /* U+2B91F */
+    CHECK_TOKS(uncased, "a\xf0\xab\xa4\xa0" "b", "a [UNK] b");       /* U+2B920 */
+    CHECK_TOKS(uncased, "a\xf0\xab\xa0\x9f" "b", "a [UNK] b");       /* U+2B81F */
+}
+
 TEST(unicode_whitespace_separates_words) {
     CHECK_TOKS(uncased,
                "a\xc2\xa0"
@@ -794,6 +815,8 @@ int main(void) {
     RUN(dotted_capital_i_lowers_to_i);
     RUN(cjk_split_per_char);
     RUN(control_and_format_chars_removed);
+    RUN(unassigned_code_points_stay_in_their_word);
+    RUN(cjk_extension_e_splits_from_2b920);
     RUN(unicode_whitespace_separates_words);
     RUN(punctuation_split);
     RUN(nul_byte_is_a_character);

@@ -3,6 +3,8 @@ the same files: ids, token types, masks, character offsets, overflow windows."""
 from __future__ import annotations
 
 import json
+import pathlib
+import subprocess
 import unicodedata
 
 import numpy as np
@@ -161,6 +163,32 @@ def test_pip_tokenizers_offsets_on_large_vocabularies(tmp_path, transformers):
         assert len(agree) >= 0.9 * len(texts), name
         for i in agree:
             assert a["offset_mapping"][i] == b["offset_mapping"][i], (name, texts[i])
+
+
+# Every unassigned code point in a word and the CJK Extension E boundaries: there the slow and the
+# fast tokenizers disagree, no golden pins either, and bert8 follows the fast one (docs/python.md).
+UNASSIGNED_AND_CJK = [0x0378, 0x0380, 0x08B5, 0xFDD0, 0xFFFE, 0xFFFF, 0x1FA77, 0x1FAE8, 0x2B81E,
+                      0x2B81F, 0x2B820, 0x2B91F, 0x2B920, 0x2FFFE, 0xE0000, 0x10FFFF,
+                      0xE000, 0xE0001, 0x0007, 0x200B, 0xFFFD]
+
+
+def test_unassigned_code_points_and_cjk_extension_e_match_fast_tokenizer(tmp_path, transformers):
+    manifest = json.loads(require(SHARED / "golden" / "tokenizers" / "manifest.json").read_text())
+    folders = [tokenizer_folder(tmp_path, name, SHARED / "tokenizers" / spec["vocab_file"], spec["tokenizer_config"])
+               for name, spec in manifest["tokenizers"].items() if spec["vocab_file"].endswith(".vocab.txt")]
+    fetch = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "fetch-models.sh"
+    p = subprocess.run(["bash", str(fetch), "--path", "all-minilm-l6-v2"], capture_output=True, text=True)
+    if p.returncode == 0 and (pathlib.Path(p.stdout.strip()) / "tokenizer.json").exists():
+        folders.append(pathlib.Path(p.stdout.strip()))  # a tokenizer.json with a BertNormalizer
+    texts = []
+    for cp in UNASSIGNED_AND_CJK:
+        c = chr(cp)
+        texts += [f"ab{c}cd", f"{c}", f"word {c} word", f"love it {c}{c}", f"x{c}\u4e2d{c}y"]
+    for f in folders:
+        b8, hf = bert8.Tokenizer(f), _fast(transformers, f)
+        a, b = b8(texts)["input_ids"], hf(texts)["input_ids"]
+        for i, t in enumerate(texts):
+            assert a[i] == b[i], (f.name, t, hf.convert_ids_to_tokens(b[i]), hf.convert_ids_to_tokens(a[i]))
 
 
 @pytest.mark.parametrize("flag", [True, False, None], ids=["true", "false", "absent"])

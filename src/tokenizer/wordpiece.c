@@ -21,22 +21,28 @@ static bool is_punct(uint32_t cp) {
     return c >= UTF8PROC_CATEGORY_PC && c <= UTF8PROC_CATEGORY_PO;
 }
 
-/* BasicTokenizer._is_chinese_char: the CJK ideograph blocks. */
+/* The CJK ideograph blocks split into words of their own, as the fast tokenizers' BertNormalizer
+ * has them (what AutoTokenizer, sentence-transformers and TEI run): the last block from U+2B920,
+ * where the Python BasicTokenizer starts it at U+2B820 (U+2B820..U+2B91F stay inside words). */
 static bool is_cjk(uint32_t cp) {
     return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) ||
            (cp >= 0x20000 && cp <= 0x2A6DF) || (cp >= 0x2A700 && cp <= 0x2B73F) ||
-           (cp >= 0x2B740 && cp <= 0x2B81F) || (cp >= 0x2B820 && cp <= 0x2CEAF) ||
+           (cp >= 0x2B740 && cp <= 0x2B81F) || (cp >= 0x2B920 && cp <= 0x2CEAF) ||
            (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
 }
 
-/* What the clean-up, the CJK split and whitespace_tokenize do with one (lowered) character. */
+/* What the clean-up, the CJK split and whitespace_tokenize do with one (lowered) character.
+ * The clean-up drops NUL, U+FFFD and the control, format, surrogate and private-use categories
+ * (Cc, Cf, Cs, Co), but keeps unassigned code points (Cn: noncharacters, and characters newer
+ * than the Unicode tables) inside their word, as the fast tokenizers do; the Python
+ * BasicTokenizer would drop them too. */
 static int char_class(const b8_tokenizer *t, uint32_t cp) {
     if (t->wp.clean_text) {
         if (cp == 0 || cp == 0xFFFD) return CH_DROP;
         if (cp == ' ' || cp == '\t' || cp == '\n' || cp == '\r') return CH_SPACE;
         int c = b8_uni_category(cp);
         if (c == UTF8PROC_CATEGORY_ZS) return CH_SPACE;
-        if (c == UTF8PROC_CATEGORY_CN || c >= UTF8PROC_CATEGORY_CC) return CH_DROP;
+        if (c >= UTF8PROC_CATEGORY_CC) return CH_DROP;
     }
     /* survivors that Python's str.split() still treats as separators (U+2028, U+2029) */
     if (b8_uni_isspace(cp)) return CH_SPACE;
