@@ -19,6 +19,8 @@ EXTRA = [
     "😀 x 😀😀 👨‍👩‍👧‍👦 🇫🇷", "中文字符测试，还有标点。", "e\u0301 é cafe\u0301", "ctrl\x00nul\x01 \u0085nel",
     " " * 40 + "x", "\n" * 9 + "y\n\n", "a \t \n b  \u00a0 d\u3000e", "trailing   ", "   leading", "", " ",
     "ÉCOLE İstanbul ΣΊΣΥΦΟΣ ǅ", "Movie! movie! MOVIE! amovie!", "12345 ٣٤٥ Ⅻ", "'s 's x's !!'s",
+    # NFC groups that lose characters: the marks left over take the spans after the absorbed ones
+    "o\u0308\u0303 xo\u0308\u0303y a\u0327\u0308 o\u0308\u0303\u0301 o\u0323\u0308 \u1100\u1161\u11a8x e\u0344",
 ]
 
 

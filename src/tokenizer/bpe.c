@@ -128,9 +128,13 @@ static size_t split_next(const uint8_t *s, size_t n, size_t i) {
 /* ---- Normalization into the scratch bytes ---------------------------------------------- */
 
 /* b8_uni_nfc gives every character of a composed group the group's span; `tokenizers`
- * aligns output character k of a group with input character k (a composed character keeps
- * its starter's span, the marks it absorbed vanish). Valid while the spans are still those
- * of single input characters, i.e. when NFC runs first. */
+ * aligns them in order: a group of n input characters that comes out as m < n characters has
+ * its first output character on the first input character (the starter it composed onto),
+ * the n - m characters after that vanish, and output character k >= 1 takes input character
+ * k + n - m, whichever mark that is (a + U+0327 + U+0308 -> U+00E4 U+0327: the cedilla gets the
+ * diaeresis' span, as in `tokenizers`); a group that grows (m > n) keeps its last input
+ * character for the extra outputs. Valid while the spans are still those of single input
+ * characters, i.e. when NFC runs first. */
 static void nfc_align(const uint8_t *text, b8_ucps *u) {
     for (size_t i = 0; i < u->n;) {
         size_t j = i + 1;
@@ -138,11 +142,18 @@ static void nfc_align(const uint8_t *text, b8_ucps *u) {
             j++;
         int32_t p = u->os[i], end = u->oe[i];
         if (j - i > 1 || end - p > b8_utf8_len(text[p])) {
+            size_t n_in = 0;
+            for (int32_t x = p; x < end; x += b8_utf8_len(text[x]))
+                n_in++;
+            const size_t n_out = j - i, gone = n_in > n_out ? n_in - n_out : 0;
+            size_t at = 0; /* input character index of p */
             for (size_t q = i; q < j; q++) {
-                int32_t l = b8_utf8_len(text[p]);
+                size_t want = q == i ? 0 : q - i + gone;
+                if (want > n_in - 1) want = n_in - 1;
+                for (; at < want; at++)
+                    p += b8_utf8_len(text[p]);
                 u->os[q] = p;
-                u->oe[q] = p + l;
-                if (p + l < end) p += l;
+                u->oe[q] = p + b8_utf8_len(text[p]);
             }
         }
         i = j;
