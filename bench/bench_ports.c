@@ -44,17 +44,33 @@ static volatile float sink;
 #define ALL_F(F) F(f0) F(f1) F(f2) F(f3) F(f4) F(f5) F(f6) F(f7)
 #define ALL_I(F) F(i0) F(i1) F(i2) F(i3) F(i4) F(i5) F(i6) F(i7)
 
-/* ---- AVX-512: vpdpbusd beside 512-bit float instructions ---- */
-#define V5_DECL                                                                                   \
-    __m512i a0 = _mm512_set1_epi32(1), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,    \
-            a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;                                       \
-    const __m512i pb = _mm512_set1_epi32(0x01020304), pc = _mm512_set1_epi32(0x05060708);       \
-    __m512 f0 = _mm512_set1_ps(1.0f), f1 = f0, f2 = f0, f3 = f0, f4 = f0, f5 = f0, f6 = f0;      \
-    __m512 f7 = f0;                                                                               \
-    __m512i i0 = pb, i1 = pb, i2 = pb, i3 = pb, i4 = pb, i5 = pb, i6 = pb, i7 = pb;            \
-    const __m512 m = _mm512_set1_ps(0.9999f), c = _mm512_set1_ps(1e-7f);                        \
+/* The registers of one measurement: 12 product accumulators a*, their operands pb / pc, 8 float
+ * chains f* and 8 int chains i*, the float operands m / c (VI / VF: the vector types). */
+#define DECL(VI, VF, SET1I, SET1F, B, C)                                                          \
+    VI a0 = SET1I(1), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0;    \
+    VI a9 = a0, a10 = a0, a11 = a0;                                                               \
+    const VI pb = SET1I(B), pc = SET1I(C);                                                        \
+    VF f0 = SET1F(1.0f), f1 = f0, f2 = f0, f3 = f0, f4 = f0, f5 = f0, f6 = f0, f7 = f0;          \
+    VI i0 = pb, i1 = pb, i2 = pb, i3 = pb, i4 = pb, i5 = pb, i6 = pb, i7 = pb;                    \
+    const VF m = SET1F(0.9999f), c = SET1F(1e-7f);                                                \
     (void)m, (void)c;                                                                             \
     ALL_A(KEEPS) ALL_F(KEEPS) ALL_I(KEEPS)
+
+/* One measurement function per instruction X and vector width P (V5, V2): 12 products and/or 8
+ * X per step, as with_prod / with_x say. */
+#define FN(P, TARGET, NAME)                                                                       \
+    TARGET static double P##_##NAME##_run(int with_prod, int with_x) {                           \
+        P##_DECL double t = now();                                                                \
+        for (long k = 0; k < iters; k++) {                                                        \
+            if (with_prod) { TWELVE(P##_PROD) }                                                   \
+            if (with_x) { EIGHT(P##_##NAME) }                                                     \
+        }                                                                                         \
+        t = now() - t;                                                                            \
+        P##_SINK return t;                                                                        \
+    }
+
+/* ---- AVX-512: vpdpbusd beside 512-bit float instructions ---- */
+#define V5_DECL DECL(__m512i, __m512, _mm512_set1_epi32, _mm512_set1_ps, 0x01020304, 0x05060708)
 #define V5_SINK                                                                                   \
     {                                                                                             \
         __m512i s = a0;                                                                           \
@@ -80,28 +96,10 @@ static volatile float sink;
 #define V5_permps(f, i) f = _mm512_permutexvar_ps(i, f); KEEP(f);
 #define V5_paddd(f, i) i = _mm512_add_epi32(i, pb); KEEP(i);
 
-#define V5_FN(NAME)                                                                               \
-    T512 static double v5_##NAME(int with_prod, int with_x) {                                    \
-        V5_DECL double t = now();                                                                 \
-        for (long k = 0; k < iters; k++) {                                                        \
-            if (with_prod) { TWELVE(V5_PROD) }                                                    \
-            if (with_x) { EIGHT(V5_##NAME) }                                                      \
-        }                                                                                         \
-        t = now() - t;                                                                            \
-        V5_SINK return t;                                                                         \
-    }
+#define V5_FN(NAME) FN(V5, T512, NAME)
 
 /* ---- AVX2: vpmaddwd + vpaddd beside 256-bit float instructions ---- */
-#define V2_DECL                                                                                   \
-    __m256i a0 = _mm256_set1_epi32(1), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,    \
-            a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;                                       \
-    const __m256i pb = _mm256_set1_epi32(0x00010002), pc = _mm256_set1_epi32(0x00030004);       \
-    __m256 f0 = _mm256_set1_ps(1.0f), f1 = f0, f2 = f0, f3 = f0, f4 = f0, f5 = f0, f6 = f0;      \
-    __m256 f7 = f0;                                                                               \
-    __m256i i0 = pb, i1 = pb, i2 = pb, i3 = pb, i4 = pb, i5 = pb, i6 = pb, i7 = pb;            \
-    const __m256 m = _mm256_set1_ps(0.9999f), c = _mm256_set1_ps(1e-7f);                        \
-    (void)m, (void)c;                                                                             \
-    ALL_A(KEEPS) ALL_F(KEEPS) ALL_I(KEEPS)
+#define V2_DECL DECL(__m256i, __m256, _mm256_set1_epi32, _mm256_set1_ps, 0x00010002, 0x00030004)
 #define V2_SINK                                                                                   \
     {                                                                                             \
         __m256i s = a0;                                                                           \
@@ -130,16 +128,7 @@ static volatile float sink;
 #define V2_permps(f, i) f = _mm256_permutevar8x32_ps(f, i); KEEP(f);
 #define V2_paddd(f, i) i = _mm256_add_epi32(i, pb); KEEP(i);
 
-#define V2_FN(NAME)                                                                               \
-    T256 static double v2_##NAME(int with_prod, int with_x) {                                    \
-        V2_DECL double t = now();                                                                 \
-        for (long k = 0; k < iters; k++) {                                                        \
-            if (with_prod) { TWELVE(V2_PROD) }                                                    \
-            if (with_x) { EIGHT(V2_##NAME) }                                                      \
-        }                                                                                         \
-        t = now() - t;                                                                            \
-        V2_SINK return t;                                                                         \
-    }
+#define V2_FN(NAME) FN(V2, T256, NAME)
 
 /* scalef on AVX2 has no instruction: the row stands for the multiply by 2^n the exp does there;
  * rcp14 is rcpps. */
@@ -183,8 +172,8 @@ int main(int argc, char **argv) {
     }
     const char *names[] = {"fma", "mul", "add", "max", "cvtdq2ps", "cvtps2dq", "roundscale",
                            "scalef", "div", "rcp14", "permps", "paddd"};
-#define FN5(X) v5_##X,
-#define FN2(X) v2_##X,
+#define FN5(X) V5_##X##_run,
+#define FN2(X) V2_##X##_run,
     const run_fn f5[] = {OPS(FN5)};
     const run_fn f2[] = {OPS(FN2)};
     const run_fn *fs = vnni ? f5 : f2;
