@@ -202,35 +202,30 @@ TEST(missing_tensor_is_named) {
     expect_error(d, BERT8_ERR_MISSING, "encoder.layer.1.output.dense.weight", "missing");
 }
 
-TEST(shape_disagreeing_with_config_is_named) {
-    char rel[256];
+/* tmp/<name>/: golden bert_model's weights beside its config.json with one integer field changed. */
+static const char *dir_with_field(const char *name, const char *field, int value) {
     size_t n;
-    snprintf(rel, sizeof rel, "golden/models/bert_model/config.json");
-    char *cfg = tu_read_file(tu_shared_path(rel), &n);
+    char *cfg = tu_read_file(tu_shared_path("golden/models/bert_model/config.json"), &n);
     cJSON *c = cJSON_Parse(cfg);
-    cJSON_ReplaceItemInObject(c, "intermediate_size", cJSON_CreateNumber(128));
+    cJSON_ReplaceItemInObject(c, field, cJSON_CreateNumber(value));
     char *text = cJSON_Print(c);
-    const char *d = make_dir("shape", "bert_model", text);
+    const char *d = make_dir(name, "bert_model", text);
     write_st(d, "bert_model", NULL, 0);
-    expect_error(d, BERT8_ERR_SHAPE, "intermediate.dense.weight", "config.json");
     free(text);
     cJSON_Delete(c);
     free(cfg);
+    return d;
+}
+
+TEST(shape_disagreeing_with_config_is_named) {
+    const char *d = dir_with_field("shape", "intermediate_size", 128);
+    expect_error(d, BERT8_ERR_SHAPE, "intermediate.dense.weight", "config.json");
 }
 
 /* type_vocab_size 0 beside a token-type table in the file: the table is named, not dropped. */
 TEST(token_types_disagreeing_with_config_are_named) {
-    size_t n;
-    char *cfg = tu_read_file(tu_shared_path("golden/models/bert_model/config.json"), &n);
-    cJSON *c = cJSON_Parse(cfg);
-    cJSON_ReplaceItemInObject(c, "type_vocab_size", cJSON_CreateNumber(0));
-    char *text = cJSON_Print(c);
-    const char *d = make_dir("types0", "bert_model", text);
-    write_st(d, "bert_model", NULL, 0);
+    const char *d = dir_with_field("types0", "type_vocab_size", 0);
     expect_error(d, BERT8_ERR_SHAPE, "token_type_embeddings", "config.json");
-    free(text);
-    cJSON_Delete(c);
-    free(cfg);
 }
 
 TEST(unknown_model_type_is_named) {
