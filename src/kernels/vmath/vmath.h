@@ -1,4 +1,4 @@
-/* vmath.h: the exp, erf and GELU approximations of the INT8 epilogues. One definition of the
+/* vmath.h: the exp and GELU approximations of the INT8 epilogues. One definition of the
  * constants and of the order of operations; vmath.c holds the scalar twins, vmath_avx512.h and
  * vmath_avx2.h the SIMD ones, and all three give bit-identical results.
  *
@@ -8,10 +8,7 @@
  * x86 rule "x > y ? x : y" (NaN picks the second operand); rounding is to nearest even.
  *
  * Accuracy (checked by test_qgemm against libm in double): exp relative error <= 2e-7 on
- * [-87, 88]; erf relative error <= 3e-7 (~2.5 ulp); GELU error <= 1e-6 relative to 1 + |y|,
- * the worst case in the negative tail where h + h * erf cancels. A two-branch erf (polynomial
- * below 0.9, 1 - exp(poly) above) was 1.7e-7 accurate but cost twice the operations, which
- * made the GELU -> int8 epilogue 8% slower on the FFN-in GEMM. */
+ * [-87, 88]; GELU error <= 2.1e-7 relative to 1 + |y| (scripts/fit_gelu_table.py --check). */
 #ifndef BERT8_VMATH_H
 #define BERT8_VMATH_H
 
@@ -30,24 +27,22 @@
 #define B8_VM_EXP_C5 8.375128731e-03f
 #define B8_VM_EXP_C6 1.394858118e-03f
 
-/* erf(z) = c * P(c^2) / Q(c^2), c = z clamped to [-B8_VM_ERF_CLAMP, B8_VM_ERF_CLAMP] (erf(3.92)
- * rounds to 1): one rational function for the whole range, P degree 6 and Q degree 4 in c^2,
- * fitted for relative error; 13 multiply-adds and one division. */
-#define B8_VM_ERF_CLAMP 3.92f
-#define B8_VM_ERF_P0 1.128379107e+00f
-#define B8_VM_ERF_P1 1.998950541e-01f
-#define B8_VM_ERF_P2 5.056894943e-02f
-#define B8_VM_ERF_P3 3.700136207e-03f
-#define B8_VM_ERF_P4 1.417993917e-04f
-#define B8_VM_ERF_P5 (-1.957289214e-06f)
-#define B8_VM_ERF_P6 1.991876708e-08f
-#define B8_VM_ERF_Q1 5.104840398e-01f
-#define B8_VM_ERF_Q2 1.149857938e-01f
-#define B8_VM_ERF_Q3 1.435036585e-02f
-#define B8_VM_ERF_Q4 9.556316072e-04f
+/* GELU (erf form) = max(x, 0) + h(|x|), h(a) = -a (1 - Phi(a)) = GELU(-a): a bump in
+ * [-0.17, 0] that is below 1.5e-7 from a = 5.565 on. u = a * B8_VM_GELU_SCALE; below
+ * B8_VM_GELU_PIECES, i = floor(u), t = u - i and h = C0[i] + t (C1[i] + t (C2[i] + t (C3[i] +
+ * t C4[i]))) from b8_vm_gelu_table (vmath.c, printed by scripts/fit_gelu_table.py); at and past
+ * it (or NaN), h = 0. Five table lookups and four multiply-adds, no division: the erf form it
+ * replaced (a rational function, thirteen multiply-adds and a division) took about 20 vpdpbusd
+ * slots per 16 values on Zen 4, which shares that pipe with the float math, and held the
+ * GELU -> int8 FFN-in GEMM of all-MiniLM-L6-v2 at 73% of the peak (docs/benchmarks.md). There is
+ * no cancellation: h is added to max(x, 0), never formed as a difference. */
+#define B8_VM_GELU_PIECES 16
+#define B8_VM_GELU_DEGREE 4
+#define B8_VM_GELU_SCALE 2.875f
+/* the largest float below B8_VM_GELU_PIECES: u's clamp, which keeps every index in the table */
+#define B8_VM_GELU_UMAX 15.999999f
+extern const float b8_vm_gelu_table[B8_VM_GELU_DEGREE + 1][B8_VM_GELU_PIECES];
 
-/* GELU (erf form): h = 0.5 x; y = fma(h, erf(x * (1/sqrt 2)), h). */
-#define B8_VM_SQRT1_2 0.707106781187f
 /* GELU (tanh form, "gelu_new"): 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)), which has no
  * cancellation; -2u = x * fma(x*x, B8_VM_GT_K3, B8_VM_GT_K1). */
 #define B8_VM_GT_K1 (-1.59576912161f)            /* -2 sqrt(2/pi) */
@@ -56,7 +51,6 @@
 /* Scalar twins (vmath.c). Kept out of line so they are never inlined into, and contracted
  * by, a function compiled for an FMA target. */
 float b8_vm_exp(float x);
-float b8_vm_erf(float x);
 float b8_vm_gelu(float x);
 float b8_vm_gelu_tanh(float x);
 float b8_vm_relu(float x);

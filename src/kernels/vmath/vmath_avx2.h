@@ -49,28 +49,27 @@ B8_V256_INLINE __m256 b8_v8_exp(__m256 x) {
     return _mm256_mul_ps(p, s);
 }
 
-B8_V256_INLINE __m256 b8_v8_erf(__m256 z) {
-    __m256 c = _mm256_min_ps(_mm256_max_ps(z, _mm256_set1_ps(-B8_VM_ERF_CLAMP)), _mm256_set1_ps(B8_VM_ERF_CLAMP));
-    __m256 t = _mm256_mul_ps(c, c);
-    __m256 p = _mm256_set1_ps(B8_VM_ERF_P6);
-    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(B8_VM_ERF_P5));
-    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(B8_VM_ERF_P4));
-    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(B8_VM_ERF_P3));
-    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(B8_VM_ERF_P2));
-    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(B8_VM_ERF_P1));
-    p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(B8_VM_ERF_P0));
-    __m256 q = _mm256_set1_ps(B8_VM_ERF_Q4);
-    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(B8_VM_ERF_Q3));
-    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(B8_VM_ERF_Q2));
-    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(B8_VM_ERF_Q1));
-    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(1.0f));
-    return _mm256_div_ps(_mm256_mul_ps(c, p), q);
+/* Coefficient row j of the GELU table at indices i (0..15): vpermps on each half, the upper
+ * half's where i > 7. */
+B8_V256_INLINE __m256 b8_v8_gelu_coef(int j, __m256i i, __m256 upper) {
+    return _mm256_blendv_ps(_mm256_permutevar8x32_ps(_mm256_load_ps(b8_vm_gelu_table[j]), i),
+                            _mm256_permutevar8x32_ps(_mm256_load_ps(b8_vm_gelu_table[j] + 8), i), upper);
 }
 
+/* GELU as vmath.h describes it. u has uses other than the subtraction, so it is never
+ * contracted into a multiply-add (test_qgemm checks the twins bit for bit). */
 B8_V256_INLINE __m256 b8_v8_gelu(__m256 x) {
-    __m256 h = _mm256_mul_ps(x, _mm256_set1_ps(0.5f));
-    __m256 erf = b8_v8_erf(_mm256_mul_ps(x, _mm256_set1_ps(B8_VM_SQRT1_2)));
-    return _mm256_fmadd_ps(h, erf, h);
+    const __m256 u = _mm256_mul_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), x), _mm256_set1_ps(B8_VM_GELU_SCALE));
+    const __m256 keep = _mm256_cmp_ps(u, _mm256_set1_ps((float)B8_VM_GELU_PIECES), _CMP_LT_OQ);
+    const __m256i i = _mm256_cvttps_epi32(_mm256_min_ps(u, _mm256_set1_ps(B8_VM_GELU_UMAX)));
+    const __m256 t = _mm256_sub_ps(u, _mm256_cvtepi32_ps(i));
+    const __m256 upper = _mm256_castsi256_ps(_mm256_cmpgt_epi32(i, _mm256_set1_epi32(7)));
+    __m256 h = b8_v8_gelu_coef(4, i, upper);
+    h = _mm256_fmadd_ps(h, t, b8_v8_gelu_coef(3, i, upper));
+    h = _mm256_fmadd_ps(h, t, b8_v8_gelu_coef(2, i, upper));
+    h = _mm256_fmadd_ps(h, t, b8_v8_gelu_coef(1, i, upper));
+    h = _mm256_and_ps(keep, _mm256_fmadd_ps(h, t, b8_v8_gelu_coef(0, i, upper)));
+    return _mm256_add_ps(_mm256_max_ps(_mm256_setzero_ps(), x), h);
 }
 
 B8_V256_INLINE __m256 b8_v8_gelu_tanh(__m256 x) {

@@ -37,28 +37,19 @@ B8_V512_INLINE __m512 b8_v16_exp(__m512 x) {
     return _mm512_mul_ps(p, s);
 }
 
-B8_V512_INLINE __m512 b8_v16_erf(__m512 z) {
-    __m512 c = _mm512_min_ps(_mm512_max_ps(z, _mm512_set1_ps(-B8_VM_ERF_CLAMP)), _mm512_set1_ps(B8_VM_ERF_CLAMP));
-    __m512 t = _mm512_mul_ps(c, c);
-    __m512 p = _mm512_set1_ps(B8_VM_ERF_P6);
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(B8_VM_ERF_P5));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(B8_VM_ERF_P4));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(B8_VM_ERF_P3));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(B8_VM_ERF_P2));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(B8_VM_ERF_P1));
-    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(B8_VM_ERF_P0));
-    __m512 q = _mm512_set1_ps(B8_VM_ERF_Q4);
-    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(B8_VM_ERF_Q3));
-    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(B8_VM_ERF_Q2));
-    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(B8_VM_ERF_Q1));
-    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(1.0f));
-    return _mm512_div_ps(_mm512_mul_ps(c, p), q);
-}
-
+/* GELU as vmath.h describes it: each coefficient row of the table is one register, indexed by
+ * vpermps; t = u - trunc(u) by one vreduceps. */
 B8_V512_INLINE __m512 b8_v16_gelu(__m512 x) {
-    __m512 h = _mm512_mul_ps(x, _mm512_set1_ps(0.5f));
-    __m512 erf = b8_v16_erf(_mm512_mul_ps(x, _mm512_set1_ps(B8_VM_SQRT1_2)));
-    return _mm512_fmadd_ps(h, erf, h);
+    const __m512 u = _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(B8_VM_GELU_SCALE));
+    const __mmask16 keep = _mm512_cmp_ps_mask(u, _mm512_set1_ps((float)B8_VM_GELU_PIECES), _CMP_LT_OQ);
+    const __m512i i = _mm512_cvttps_epi32(_mm512_min_ps(u, _mm512_set1_ps(B8_VM_GELU_UMAX)));
+    const __m512 t = _mm512_reduce_ps(u, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    __m512 h = _mm512_permutexvar_ps(i, _mm512_load_ps(b8_vm_gelu_table[4]));
+    h = _mm512_fmadd_ps(h, t, _mm512_permutexvar_ps(i, _mm512_load_ps(b8_vm_gelu_table[3])));
+    h = _mm512_fmadd_ps(h, t, _mm512_permutexvar_ps(i, _mm512_load_ps(b8_vm_gelu_table[2])));
+    h = _mm512_fmadd_ps(h, t, _mm512_permutexvar_ps(i, _mm512_load_ps(b8_vm_gelu_table[1])));
+    h = _mm512_maskz_fmadd_ps(keep, h, t, _mm512_permutexvar_ps(i, _mm512_load_ps(b8_vm_gelu_table[0])));
+    return _mm512_add_ps(_mm512_max_ps(_mm512_setzero_ps(), x), h);
 }
 
 B8_V512_INLINE __m512 b8_v16_gelu_tanh(__m512 x) {
