@@ -55,14 +55,28 @@ side_venv() {  # NAME REQUIREMENTS
     rm -rf "$v"
   fi
 }
+# The side venvs only for the families --systems names (all of them without --systems): the
+# llama.cpp build alone takes 20-30 minutes.
+systems=""
+for ((i = 1; i <= $#; i++)); do
+  case "${!i}" in
+    --systems) j=$((i + 1)); systems="${!j:-}" ;;
+    --systems=*) systems="${!i#--systems=}" ;;
+  esac
+done
+wants() {  # FAMILY: does --systems name one of its systems (FAMILY-...)?
+  [ -z "$systems" ] || [[ ",$systems," == *",$1-"* ]]
+}
 # llama.cpp: a native build for this CPU, without examples, tests or the multimodal library
-CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
-  CMAKE_ARGS="-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAVA_BUILD=OFF -DGGML_NATIVE=ON -DLLAMA_CURL=OFF" \
-  side_venv llamacpp requirements-llamacpp.txt
-side_venv fastembed requirements-fastembed.txt
+if wants llamacpp; then
+  CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
+    CMAKE_ARGS="-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAVA_BUILD=OFF -DGGML_NATIVE=ON -DLLAMA_CURL=OFF" \
+    side_venv llamacpp requirements-llamacpp.txt
+fi
+if wants fastembed; then side_venv fastembed requirements-fastembed.txt; fi
 # llama.cpp's converter, from the same sdist
 src="$WORK/src/llama.cpp"
-if [ ! -f "$src/convert_hf_to_gguf.py" ]; then
+if wants llamacpp && [ ! -f "$src/convert_hf_to_gguf.py" ]; then
   lcp="$(grep -E '^llama-cpp-python==' "$HERE/requirements-llamacpp.txt")"
   if "$VENV/bin/pip" download --disable-pip-version-check -q --no-deps --no-binary :all: "$lcp" -d "$WORK/src" \
       >/dev/null 2>&1; then
