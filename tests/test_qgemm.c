@@ -657,7 +657,7 @@ static void probe_rows(void *ctx, int64_t m0, int64_t m1) {
 }
 
 TEST(rows_done_gets_each_finished_row_once) {
-    static const int64_t Ms[] = {1, 9, 16, 40, 100, 301};
+    static const int64_t Ms[] = {1, 9, 16, 40, 100, 200, 301}; /* 200: one thread's two row blocks as one (AMX) */
     static const int64_t shapes[][2] = {{17, 65}, {130, 257}, {800, 768}}; /* N, K: 800 x 768 spans two L2 blocks of W */
     int saved = omp_get_max_threads();
     omp_set_num_threads(2);

@@ -79,6 +79,8 @@ typedef struct b8_qblocking {
     /* 1: a row operation runs inside the units (b8_qepilogue.rows_done, units of all N) only when
      * all of W fits one block (see run_blis) */
     int row_units_small_w;
+    /* 1: a product one thread runs in two row blocks runs as one (see run_blis) */
+    int one_thread_one_block;
     /* the multiply-adds a thread must get to join a product (run_blis): a fork and join of
      * bert8's pool costs about 0.6 us on 2 threads (Zen 4), 2^18 VNNI multiply-adds about 1.1 us.
      * AMX, 10x faster per multiply-add and not measured here, keeps on 2 threads the rule it had
@@ -88,14 +90,14 @@ typedef struct b8_qblocking {
 
 static const b8_qblocking blocking[] = {
     /* AMX: K in one pass (the 32-row A panel, 32 x 4096 = 128 KiB at most, streams from L2). */
-    {&b8_qblis_32x32c4__amx, B8_AMX_MR, B8_AMX_NR, 65536, 128, 1024 * 1024, 1, 1 << 21},
-    {&b8_qblis_32x32c4__scalar, B8_AMX_MR, B8_AMX_NR, 65536, 128, 1024 * 1024, 1, 1 << 21},
-    {&b8_qblis_8x32c4__avx512vnni, B8_VNNI_MR, B8_VNNI_NR, 4096, 96, 512 * 1024, 0, 1 << 18},
-    {&b8_qblis_8x32c4__scalar, B8_VNNI_MR, B8_VNNI_NR, 4096, 96, 512 * 1024, 0, 1 << 18},
-    {&b8_qblis_6x16c2__avx2, B8_AVX2_MR, B8_AVX2_NR, 2048, 96, 384 * 1024, 0, 1 << 18},
-    {&b8_qblis_6x16c2__scalar, B8_AVX2_MR, B8_AVX2_NR, 2048, 96, 384 * 1024, 0, 1 << 18},
-    {&b8_qblis_4x24c4__avx2, B8_AVX2_C4_MR, B8_AVX2_C4_NR, 4096, 96, 384 * 1024, 0, 1 << 18},
-    {&b8_qblis_4x24c4__scalar, B8_AVX2_C4_MR, B8_AVX2_C4_NR, 4096, 96, 384 * 1024, 0, 1 << 18},
+    {&b8_qblis_32x32c4__amx, B8_AMX_MR, B8_AMX_NR, 65536, 128, 1024 * 1024, 1, 1, 1 << 21},
+    {&b8_qblis_32x32c4__scalar, B8_AMX_MR, B8_AMX_NR, 65536, 128, 1024 * 1024, 1, 1, 1 << 21},
+    {&b8_qblis_8x32c4__avx512vnni, B8_VNNI_MR, B8_VNNI_NR, 4096, 96, 512 * 1024, 0, 0, 1 << 18},
+    {&b8_qblis_8x32c4__scalar, B8_VNNI_MR, B8_VNNI_NR, 4096, 96, 512 * 1024, 0, 0, 1 << 18},
+    {&b8_qblis_6x16c2__avx2, B8_AVX2_MR, B8_AVX2_NR, 2048, 96, 384 * 1024, 0, 0, 1 << 18},
+    {&b8_qblis_6x16c2__scalar, B8_AVX2_MR, B8_AVX2_NR, 2048, 96, 384 * 1024, 0, 0, 1 << 18},
+    {&b8_qblis_4x24c4__avx2, B8_AVX2_C4_MR, B8_AVX2_C4_NR, 4096, 96, 384 * 1024, 0, 0, 1 << 18},
+    {&b8_qblis_4x24c4__scalar, B8_AVX2_C4_MR, B8_AVX2_C4_NR, 4096, 96, 384 * 1024, 0, 0, 1 << 18},
 };
 
 static const b8_qblocking *blocking_for(const b8_qblis *b) {
@@ -662,6 +664,16 @@ static bert8_status run_blis(const int8_t *A, int64_t lda, int64_t M, const b8_q
     int64_t mc = bl->mc;
     int64_t mb = (M + mc - 1) / mc;
     mc = round_up((M + mb - 1) / mb, mr); /* row blocks of equal height, not 96 + a remainder */
+    /* A product one thread runs (a group of whole sequences of a batch, see the model's
+     * sequence-parallel calls) in two row blocks streams each W block twice, the second time for
+     * fewer rows; as one row block each W panel comes once for all of them (w_outer below). On the
+     * Xeon with AMX (129-256 rows per thread), `bench_ab` on 2 threads: BERT-base 8 x 40 tokens
+     * 1.02-1.03x, 8 x 64 1.01-1.03x, 3 x 128 1.00-1.02x, 8 x 25 (one block already) and
+     * all-MiniLM-L6-v2 8 x 40 level. Not measured on VNNI CPUs, so their kernels keep two blocks. */
+    if (bl->one_thread_one_block && nt == 1 && mb == 2) {
+        mb = 1;
+        mc = round_up(M, mr);
+    }
     /* A row operation after the product (ep->rows_done) runs inside the units when they can own
      * whole rows, on rows still in the cache of the thread that wrote them: units of all N, a
      * row-block count the threads share evenly, each unit reading all of W nsub columns at a
