@@ -669,7 +669,8 @@ static bert8_status run_blis(const int8_t *A, int64_t lda, int64_t M, const b8_q
      * fewer rows; as one row block each W panel comes once for all of them (w_outer below). On the
      * Xeon with AMX (129-256 rows per thread), `bench_ab` on 2 threads: BERT-base 8 x 40 tokens
      * 1.02-1.03x, 8 x 64 1.01-1.03x, 3 x 128 1.00-1.02x, 8 x 25 (one block already) and
-     * all-MiniLM-L6-v2 8 x 40 level. Not measured on VNNI CPUs, so their kernels keep two blocks. */
+     * all-MiniLM-L6-v2 8 x 40 level. The VNNI kernel under the VNNI cap on the same Xeon: level
+     * (0.99-1.02x at 8 x 25, 8 x 40, 8 x 64, 3 x 128); not measured on a Zen, so it keeps two. */
     if (bl->one_thread_one_block && nt == 1 && mb == 2) {
         mb = 1;
         mc = round_up(M, mr);
